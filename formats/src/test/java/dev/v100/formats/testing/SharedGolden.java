@@ -25,8 +25,25 @@ public final class SharedGolden {
                 + " (expected a 'shared/golden' folder beside the checkout; set -Dv100.shared)");
     }
 
+    /** ggml's reference vectors, committed under formats/src/test/resources/golden/ggml (copied from shared/golden/ggml). */
     public static Path ggml(String file) {
-        return require(root().resolve("golden/ggml").resolve(file));
+        java.net.URL url = SharedGolden.class.getResource("/golden/ggml/" + file);
+        if (url == null) throw new IllegalStateException("test resource /golden/ggml/" + file + " missing from the test classpath");
+        try {
+            return Path.of(url.toURI());
+        } catch (java.net.URISyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** True when the shared folder (tiny reference checkpoints, 41 MB, not committed) is beside the checkout. */
+    public static boolean available() {
+        try {
+            root();
+            return true;
+        } catch (IllegalStateException e) {
+            return false;
+        }
     }
 
     public static Path models(String rel) {
