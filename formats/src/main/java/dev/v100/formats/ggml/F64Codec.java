@@ -1,0 +1,16 @@
+package dev.v100.formats.ggml;
+
+import java.lang.foreign.MemorySegment;
+
+/** F64: IEEE binary64, 8 bytes per element; narrowed to float with round-to-nearest-even (a C (float) cast). ggml has no quantizer into this type. */
+public final class F64Codec implements BlockCodec {
+    @Override
+    public GgmlType type() {
+        return GgmlType.F64;
+    }
+
+    @Override
+    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+        for (int i = 0; i < nBlocks; i++) dst[dstOffset + i] = (float) src.get(LittleEndian.F64, srcOffsetBytes + 8L * i);
+    }
+}
