@@ -1,0 +1,47 @@
+package dev.v100.formats.ggml;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * IQ2_XS, 256 elements in 74 bytes:
+ * {@code block_iq2_xs { ggml_half d; uint16_t qs[32]; uint8_t scales[8]; }} (ggml-common.h).
+ * Each u16 of qs covers 8 elements: 9-bit index into the 512x8 grid {@link Codebooks#IQ2_XS}
+ * and a 7-bit ksigns index; scales[ib32] holds two 4-bit scales (one per 16 elements),
+ * db = d * (0.5 + s) * 0.25. dequantize_row_iq2_xs in ggml-quants.c.
+ */
+public final class IQ2_XSCodec implements BlockCodec {
+    private static final int QK = 256;
+    private static final int BLOCK_BYTES = 74;
+    private static final int D = 0, QS = 2, SCALES = 66;
+
+    @Override
+    public GgmlType type() {
+        return GgmlType.IQ2_XS;
+    }
+
+    @Override
+    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+        byte[] grid = Codebooks.IQ2_XS;
+        int[] ksigns = Codebooks.KSIGNS_IQ2XS;
+        long b = srcOffsetBytes;
+        int y = dstOffset;
+        for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
+            float d = LittleEndian.f16(src, b + D);
+            for (int ib32 = 0; ib32 < QK / 32; ib32++) {
+                int sc = LittleEndian.u8(src, b + SCALES + ib32);
+                float db0 = d * (0.5f + (sc & 0xF)) * 0.25f;
+                float db1 = d * (0.5f + (sc >>> 4)) * 0.25f;
+                for (int l = 0; l < 4; l++, y += 8) {
+                    int qs = LittleEndian.u16(src, b + QS + 2L * (4 * ib32 + l));
+                    int g = (qs & 511) * 8;
+                    int signs = ksigns[qs >>> 9];
+                    float dl = l < 2 ? db0 : db1;
+                    for (int j = 0; j < 8; j++) {
+                        float v = dl * grid[g + j];
+                        dst[y + j] = (signs & 1 << j) != 0 ? -v : v;
+                    }
+                }
+            }
+        }
+    }
+}
