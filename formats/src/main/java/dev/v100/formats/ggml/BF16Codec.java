@@ -14,8 +14,12 @@ public final class BF16Codec implements BlockCodec {
 
     @Override
     public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        for (int i = 0; i < nBlocks; i++) {
-            dst[dstOffset + i] = Half.bf16ToF32(src.get(LittleEndian.I16, srcOffsetBytes + 2L * i));
+        short[] buf = new short[Math.min(nBlocks, ChunkedCodec.CHUNK_BYTES / 2)];
+        for (int done = 0; done < nBlocks; ) {
+            int n = Math.min(buf.length, nBlocks - done);
+            MemorySegment.copy(src, LittleEndian.I16, srcOffsetBytes + 2L * done, buf, 0, n);
+            for (int i = 0; i < n; i++) dst[dstOffset + done + i] = Half.bf16ToF32(buf[i]);
+            done += n;
         }
     }
 

@@ -30,6 +30,9 @@ final class Codebooks {
         for (int i = 0; i < 128; i++) KSIGNS_IQ2XS[i] = i | (Integer.bitCount(i) & 1) << 7;
     }
 
+    /** The factor ggml multiplies by for sign bit s: {@code (signs & kmask_iq2xs[j] ? -1.f : 1.f)}. */
+    static final float[] SIGN = {1.f, -1.f};
+
     // IQ2_XXS: 256 entries x 8, values 0x08, 0x19, 0x2b
     private static final String IQ2_XXS_HEX = """
             00000200050008000a00110014002000220028002a0041004400500058006100

@@ -10,6 +10,13 @@ final class Fp4 {
         return Float.intBitsToFloat(bits);
     }
 
+    /** {@link #ue4m3ToF32} of every byte. */
+    static final float[] UE4M3 = new float[256];
+
+    static {
+        for (int x = 0; x < 256; x++) UE4M3[x] = ue4m3ToF32(x);
+    }
+
     /** ggml_ue4m3_to_fp32: unsigned E4M3 (bias 7) times 0.5; 0x00 and 0x7F decode to 0. */
     static float ue4m3ToF32(int x) {
         if (x == 0 || x == 0x7F) return 0.0f;

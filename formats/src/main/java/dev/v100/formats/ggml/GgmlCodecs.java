@@ -78,6 +78,18 @@ public final class GgmlCodecs {
     }
 
     /**
+     * Decodes row {@code row} of a tensor whose rows hold {@code rowElems} elements (GGUF ne[0];
+     * a whole number of blocks) into {@code dst[dstOffset .. dstOffset + rowElems)}.
+     */
+    public static void dequantizeRow(GgmlType t, MemorySegment data, long rowElems, long row, float[] dst, int dstOffset) {
+        if (rowElems > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("a " + t + " row of " + rowElems + " elements does not fit one float[]");
+        }
+        if (row < 0) throw new IllegalArgumentException("row " + row + " < 0");
+        dequantizeRange(t, data, Math.multiplyExact(row, rowElems), (int) rowElems, dst, dstOffset);
+    }
+
+    /**
      * Encodes {@code src[srcOffset .. srcOffset + nElems)} with ggml's reference quantizer into
      * {@code dst} at {@code dstOffsetBytes}; throws {@link UnsupportedGgmlTypeException} when we
      * have none for {@code t}.

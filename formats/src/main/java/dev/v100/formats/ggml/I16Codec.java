@@ -11,6 +11,12 @@ public final class I16Codec implements BlockCodec {
 
     @Override
     public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        for (int i = 0; i < nBlocks; i++) dst[dstOffset + i] = (float) src.get(LittleEndian.I16, srcOffsetBytes + 2L * i);
+        short[] buf = new short[Math.min(nBlocks, ChunkedCodec.CHUNK_BYTES / 2)];
+        for (int done = 0; done < nBlocks; ) {
+            int n = Math.min(buf.length, nBlocks - done);
+            MemorySegment.copy(src, LittleEndian.I16, srcOffsetBytes + 2L * done, buf, 0, n);
+            for (int i = 0; i < n; i++) dst[dstOffset + done + i] = buf[i];
+            done += n;
+        }
     }
 }

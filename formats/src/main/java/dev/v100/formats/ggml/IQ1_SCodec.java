@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
  * ternary grid {@link Codebooks#IQ1_S}; y = d*(2s+1) * (grid + delta), delta = +-0.125.
  * dequantize_row_iq1_s in ggml-quants.c.
  */
-public final class IQ1_SCodec implements BlockCodec {
+public final class IQ1_SCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 50;
     private static final int D = 0, QS = 2, QH = 34;
@@ -21,18 +21,18 @@ public final class IQ1_SCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         byte[] grid = Codebooks.IQ1_S;
-        long b = srcOffsetBytes;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b + D);
             for (int ib = 0; ib < QK / 32; ib++) {
-                int qh = LittleEndian.u16(src, b + QH + 2L * ib);
+                int qh = LittleEndian.u16(src, b + QH + 2 * ib);
                 float dl = d * (2 * ((qh >>> 12) & 7) + 1);
                 float delta = (qh & 0x8000) != 0 ? -IQ1S_DELTA : IQ1S_DELTA;
                 for (int l = 0; l < 4; l++, y += 8) {
-                    int g = (LittleEndian.u8(src, b + QS + 4L * ib + l) | ((qh >>> 3 * l) & 7) << 8) * 8;
+                    int g = (LittleEndian.u8(src, b + QS + 4 * ib + l) | ((qh >>> 3 * l) & 7) << 8) * 8;
                     for (int j = 0; j < 8; j++) dst[y + j] = dl * (grid[g + j] + delta);
                 }
             }

@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
  * {@link Codebooks#IQ2_S}, qs[32..64) explicit sign bytes; two 4-bit scales per 32 elements,
  * db = d * (0.5 + s) * 0.25. dequantize_row_iq2_s in ggml-quants.c.
  */
-public final class IQ2_SCodec implements BlockCodec {
+public final class IQ2_SCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 82;
     private static final int D = 0, QS = 2, SIGNS = 2 + 32, QH = 66, SCALES = 74;
@@ -20,9 +20,10 @@ public final class IQ2_SCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         byte[] grid = Codebooks.IQ2_S;
-        long b = srcOffsetBytes;
+        float[] sign = Codebooks.SIGN;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b + D);
@@ -36,10 +37,7 @@ public final class IQ2_SCodec implements BlockCodec {
                     int idx = LittleEndian.u8(src, b + QS + 4 * ib32 + l) | (qh << (8 - 2 * l) & 0x300);
                     int g = idx * 8;
                     int signs = LittleEndian.u8(src, b + SIGNS + 4 * ib32 + l);
-                    for (int j = 0; j < 8; j++) {
-                        float v = dl * grid[g + j];
-                        dst[y + j] = (signs & 1 << j) != 0 ? -v : v;
-                    }
+                    for (int j = 0; j < 8; j++) dst[y + j] = dl * grid[g + j] * sign[(signs >>> j) & 1];
                 }
             }
         }

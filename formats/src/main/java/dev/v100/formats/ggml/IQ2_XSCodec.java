@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
  * and a 7-bit ksigns index; scales[ib32] holds two 4-bit scales (one per 16 elements),
  * db = d * (0.5 + s) * 0.25. dequantize_row_iq2_xs in ggml-quants.c.
  */
-public final class IQ2_XSCodec implements BlockCodec {
+public final class IQ2_XSCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 74;
     private static final int D = 0, QS = 2, SCALES = 66;
@@ -20,10 +20,11 @@ public final class IQ2_XSCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         byte[] grid = Codebooks.IQ2_XS;
+        float[] sign = Codebooks.SIGN;
         int[] ksigns = Codebooks.KSIGNS_IQ2XS;
-        long b = srcOffsetBytes;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b + D);
@@ -32,14 +33,11 @@ public final class IQ2_XSCodec implements BlockCodec {
                 float db0 = d * (0.5f + (sc & 0xF)) * 0.25f;
                 float db1 = d * (0.5f + (sc >>> 4)) * 0.25f;
                 for (int l = 0; l < 4; l++, y += 8) {
-                    int qs = LittleEndian.u16(src, b + QS + 2L * (4 * ib32 + l));
+                    int qs = LittleEndian.u16(src, b + QS + 2 * (4 * ib32 + l));
                     int g = (qs & 511) * 8;
                     int signs = ksigns[qs >>> 9];
                     float dl = l < 2 ? db0 : db1;
-                    for (int j = 0; j < 8; j++) {
-                        float v = dl * grid[g + j];
-                        dst[y + j] = (signs & 1 << j) != 0 ? -v : v;
-                    }
+                    for (int j = 0; j < 8; j++) dst[y + j] = dl * grid[g + j] * sign[(signs >>> j) & 1];
                 }
             }
         }

@@ -8,7 +8,7 @@ import java.lang.foreign.MemorySegment;
  * {@link Codebooks#IQ2_XXS}; the second 4 x 7-bit sign indices into ksigns (bits 7l..7l+6) and a
  * 4-bit scale (bits 28..31); db = d * (0.5 + ls) * 0.25. dequantize_row_iq2_xxs in ggml-quants.c.
  */
-public final class IQ2_XXSCodec implements BlockCodec {
+public final class IQ2_XXSCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 66;
 
@@ -18,24 +18,22 @@ public final class IQ2_XXSCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         byte[] grid = Codebooks.IQ2_XXS;
+        float[] sign = Codebooks.SIGN;
         int[] ksigns = Codebooks.KSIGNS_IQ2XS;
-        long b = srcOffsetBytes;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b);
             for (int ib32 = 0; ib32 < QK / 32; ib32++) {
-                long q = b + 2 + 8L * ib32;
+                int q = b + 2 + 8 * ib32;
                 int aux1 = LittleEndian.i32(src, q + 4);
                 float db = d * (0.5f + (aux1 >>> 28)) * 0.25f;
                 for (int l = 0; l < 4; l++, y += 8) {
                     int g = LittleEndian.u8(src, q + l) * 8;
                     int signs = ksigns[(aux1 >>> 7 * l) & 127];
-                    for (int j = 0; j < 8; j++) {
-                        float v = db * grid[g + j];
-                        dst[y + j] = (signs & 1 << j) != 0 ? -v : v;
-                    }
+                    for (int j = 0; j < 8; j++) dst[y + j] = db * grid[g + j] * sign[(signs >>> j) & 1];
                 }
             }
         }

@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
  * {@link Codebooks#IQ3_S}, explicit sign bytes, a 4-bit scale per 32 elements with
  * db = d * (1 + 2*s). dequantize_row_iq3_s in ggml-quants.c.
  */
-public final class IQ3_SCodec implements BlockCodec {
+public final class IQ3_SCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 110;
     private static final int D = 0, QS = 2, QH = 66, SIGNS = 74, SCALES = 106;
@@ -20,9 +20,10 @@ public final class IQ3_SCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         byte[] grid = Codebooks.IQ3_S;
-        long b = srcOffsetBytes;
+        float[] sign = Codebooks.SIGN;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b + D);
@@ -30,16 +31,14 @@ public final class IQ3_SCodec implements BlockCodec {
                 int sc = LittleEndian.u8(src, b + SCALES + ib32 / 2);
                 float db = d * (1 + 2 * ((ib32 & 1) == 0 ? sc & 0xF : sc >>> 4));
                 int qh = LittleEndian.u8(src, b + QH + ib32);
-                long qs = b + QS + 8L * ib32;
+                int qs = b + QS + 8 * ib32;
                 for (int l = 0; l < 4; l++, y += 8) {
                     int g1 = (LittleEndian.u8(src, qs + 2 * l) | ((qh << (8 - 2 * l)) & 256)) * 4;
                     int g2 = (LittleEndian.u8(src, qs + 2 * l + 1) | ((qh << (7 - 2 * l)) & 256)) * 4;
-                    int signs = LittleEndian.u8(src, b + SIGNS + 4L * ib32 + l);
+                    int signs = LittleEndian.u8(src, b + SIGNS + 4 * ib32 + l);
                     for (int j = 0; j < 4; j++) {
-                        float v1 = db * grid[g1 + j];
-                        float v2 = db * grid[g2 + j];
-                        dst[y + j] = (signs & 1 << j) != 0 ? -v1 : v1;
-                        dst[y + j + 4] = (signs & 1 << (j + 4)) != 0 ? -v2 : v2;
+                        dst[y + j] = db * grid[g1 + j] * sign[(signs >>> j) & 1];
+                        dst[y + j + 4] = db * grid[g2 + j] * sign[(signs >>> (j + 4)) & 1];
                     }
                 }
             }

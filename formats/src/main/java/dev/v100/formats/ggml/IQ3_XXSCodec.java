@@ -8,7 +8,7 @@ import java.lang.foreign.MemorySegment;
  * qs[64..96) are 8 LE u32 (one per 32 elements) of 4 x 7-bit ksigns indices and a 4-bit scale
  * (bits 28..31); db = d * (0.5 + ls) * 0.5. dequantize_row_iq3_xxs in ggml-quants.c.
  */
-public final class IQ3_XXSCodec implements BlockCodec {
+public final class IQ3_XXSCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 98;
     private static final int D = 0, QS = 2, SCALES_AND_SIGNS = 2 + 64;
@@ -19,26 +19,25 @@ public final class IQ3_XXSCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         byte[] grid = Codebooks.IQ3_XXS;
+        float[] sign = Codebooks.SIGN;
         int[] ksigns = Codebooks.KSIGNS_IQ2XS;
-        long b = srcOffsetBytes;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b + D);
             for (int ib32 = 0; ib32 < QK / 32; ib32++) {
-                int aux = LittleEndian.i32(src, b + SCALES_AND_SIGNS + 4L * ib32);
+                int aux = LittleEndian.i32(src, b + SCALES_AND_SIGNS + 4 * ib32);
                 float db = d * (0.5f + (aux >>> 28)) * 0.5f;
-                long qs = b + QS + 8L * ib32;
+                int qs = b + QS + 8 * ib32;
                 for (int l = 0; l < 4; l++, y += 8) {
                     int signs = ksigns[(aux >>> 7 * l) & 127];
                     int g1 = LittleEndian.u8(src, qs + 2 * l) * 4;
                     int g2 = LittleEndian.u8(src, qs + 2 * l + 1) * 4;
                     for (int j = 0; j < 4; j++) {
-                        float v1 = db * grid[g1 + j];
-                        float v2 = db * grid[g2 + j];
-                        dst[y + j] = (signs & 1 << j) != 0 ? -v1 : v1;
-                        dst[y + j + 4] = (signs & 1 << (j + 4)) != 0 ? -v2 : v2;
+                        dst[y + j] = db * grid[g1 + j] * sign[(signs >>> j) & 1];
+                        dst[y + j + 4] = db * grid[g2 + j] * sign[(signs >>> (j + 4)) & 1];
                     }
                 }
             }

@@ -7,7 +7,7 @@ import java.lang.foreign.MemorySegment;
  * (ggml-common.h); nibbles as Q4_0 index {@link Codebooks#KVALUES_IQ4NL}; y = d * kvalues[q].
  * dequantize_row_iq4_nl in ggml-quants.c.
  */
-public final class IQ4_NLCodec implements BlockCodec {
+public final class IQ4_NLCodec extends ChunkedCodec {
     private static final int QK = 32;
     private static final int BLOCK_BYTES = 18;
 
@@ -17,9 +17,9 @@ public final class IQ4_NLCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         byte[] kv = Codebooks.KVALUES_IQ4NL;
-        long b = srcOffsetBytes;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES, y += QK) {
             float d = LittleEndian.f16(src, b);

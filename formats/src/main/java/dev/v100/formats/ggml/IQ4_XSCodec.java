@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
  * | 2 bits of scales_h << 4; dl = d * (ls - 32); nibbles as IQ4_NL within each sub-block.
  * dequantize_row_iq4_xs in ggml-quants.c.
  */
-public final class IQ4_XSCodec implements BlockCodec {
+public final class IQ4_XSCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 136;
     private static final int D = 0, SCALES_H = 2, SCALES_L = 4, QS = 8;
@@ -20,9 +20,9 @@ public final class IQ4_XSCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         byte[] kv = Codebooks.KVALUES_IQ4NL;
-        long b = srcOffsetBytes;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b + D);
@@ -31,7 +31,7 @@ public final class IQ4_XSCodec implements BlockCodec {
                 int ls = ((LittleEndian.u8(src, b + SCALES_L + ib / 2) >>> 4 * (ib % 2)) & 0xF)
                         | ((scalesH >>> 2 * ib) & 3) << 4;
                 float dl = d * (ls - 32);
-                long qs = b + QS + 16L * ib;
+                int qs = b + QS + 16 * ib;
                 for (int j = 0; j < 16; j++) {
                     int q = LittleEndian.u8(src, qs + j);
                     dst[y + j] = dl * kv[q & 0xF];

@@ -1,7 +1,5 @@
 package dev.v100.formats.ggml;
 
-import java.lang.foreign.MemorySegment;
-
 /**
  * The 12-byte scale/min packing of Q4_K and Q5_K (get_scale_min_k4 in ggml-quants.c): eight 6-bit
  * scales and eight 6-bit mins. For j < 4: sc = b[j] & 63, m = b[j+4] & 63; for j >= 4:
@@ -10,7 +8,7 @@ import java.lang.foreign.MemorySegment;
 final class KScales {
     private KScales() {}
 
-    static void unpack(MemorySegment src, long scalesOff, int[] sc, int[] m) {
+    static void unpack(byte[] src, int scalesOff, int[] sc, int[] m) {
         for (int j = 0; j < 8; j++) {
             if (j < 4) {
                 sc[j] = LittleEndian.u8(src, scalesOff + j) & 63;

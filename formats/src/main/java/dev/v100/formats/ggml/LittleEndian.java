@@ -43,4 +43,28 @@ final class LittleEndian {
     static void put8(MemorySegment s, long off, int v) {
         s.set(I8, off, (byte) v);
     }
+
+    static int u8(byte[] b, int off) {
+        return b[off] & 0xFF;
+    }
+
+    static int s8(byte[] b, int off) {
+        return b[off];
+    }
+
+    static int u16(byte[] b, int off) {
+        return (b[off] & 0xFF) | (b[off + 1] & 0xFF) << 8;
+    }
+
+    static int i32(byte[] b, int off) {
+        return (b[off] & 0xFF) | (b[off + 1] & 0xFF) << 8 | (b[off + 2] & 0xFF) << 16 | b[off + 3] << 24;
+    }
+
+    static float f16(byte[] b, int off) {
+        return Half.f16ToF32((short) u16(b, off));
+    }
+
+    static float f32(byte[] b, int off) {
+        return Float.intBitsToFloat(i32(b, off));
+    }
 }

@@ -8,7 +8,7 @@ import java.lang.foreign.MemorySegment;
  * ({@link Codebooks#KVALUES_MXFP4}), element j low nibble / j+16 high nibble;
  * y = kvalues[q] * 2^(e-128). dequantize_row_mxfp4 / quantize_row_mxfp4_ref in ggml-quants.c.
  */
-public final class MXFP4Codec implements BlockCodec {
+public final class MXFP4Codec extends ChunkedCodec {
     private static final int QK = 32;
     private static final int BLOCK_BYTES = 17;
 
@@ -18,9 +18,9 @@ public final class MXFP4Codec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         byte[] kv = Codebooks.KVALUES_MXFP4;
-        long b = srcOffsetBytes;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES, y += QK) {
             float d = Fp4.e8m0ToF32Half(LittleEndian.u8(src, b));

@@ -8,7 +8,7 @@ import java.lang.foreign.MemorySegment;
  * E2M1 nibbles (element j low nibble, j+8 high nibble); y = kvalues[q] * ue4m3(d[s]).
  * dequantize_row_nvfp4 / quantize_row_nvfp4_ref in ggml-quants.c.
  */
-public final class NVFP4Codec implements BlockCodec {
+public final class NVFP4Codec extends ChunkedCodec {
     private static final int QK = 64;
     private static final int SUB = 16;
     private static final int BLOCK_BYTES = 36;
@@ -19,13 +19,13 @@ public final class NVFP4Codec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         byte[] kv = Codebooks.KVALUES_MXFP4;
-        long b = srcOffsetBytes;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             for (int s = 0; s < QK / SUB; s++, y += SUB) {
-                float d = Fp4.ue4m3ToF32(LittleEndian.u8(src, b + s));
+                float d = Fp4.UE4M3[LittleEndian.u8(src, b + s)];
                 for (int j = 0; j < SUB / 2; j++) {
                     int q = LittleEndian.u8(src, b + 4 + s * (SUB / 2) + j);
                     dst[y + j] = kv[q & 0x0F] * d;

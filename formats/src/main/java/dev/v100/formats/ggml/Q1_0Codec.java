@@ -7,7 +7,7 @@ import java.lang.foreign.MemorySegment;
  * bit j%8 of qs[j/8] set means +d, clear means -d. dequantize_row_q1_0 / quantize_row_q1_0_ref
  * in ggml-quants.c (d = mean |x|).
  */
-public final class Q1_0Codec implements BlockCodec {
+public final class Q1_0Codec extends ChunkedCodec {
     private static final int QK = 128;
     private static final int BLOCK_BYTES = 18;
 
@@ -17,15 +17,16 @@ public final class Q1_0Codec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        long b = srcOffsetBytes;
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b);
-            float negD = -d;
+            int dBits = Float.floatToRawIntBits(d);
             for (int k = 0; k < QK / 8; k++) {
-                int bits = LittleEndian.u8(src, b + 2 + k);
-                for (int j = 0; j < 8; j++) dst[y++] = ((bits >>> j) & 1) != 0 ? d : negD;
+                int clear = ~LittleEndian.u8(src, b + 2 + k);
+                // bit set: d; clear: neg_d = -d, a sign flip (branch-free, the bits are random)
+                for (int j = 0; j < 8; j++) dst[y++] = Float.intBitsToFloat(dBits ^ (clear >>> j & 1) << 31);
             }
         }
     }

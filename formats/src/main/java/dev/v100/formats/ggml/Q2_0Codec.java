@@ -7,7 +7,7 @@ import java.lang.foreign.MemorySegment;
  * element j is bits 2*(j%4) of qs[j/4], q in {0..3} means {-1, 0, 1, 2}; y = (q - 1) * d.
  * dequantize_row_q2_0 / quantize_row_q2_0_ref in ggml-quants.c (d = max |x|).
  */
-public final class Q2_0Codec implements BlockCodec {
+public final class Q2_0Codec extends ChunkedCodec {
     private static final int QK = 64;
     private static final int BLOCK_BYTES = 18;
 
@@ -17,8 +17,8 @@ public final class Q2_0Codec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        long b = srcOffsetBytes;
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b);

@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
  * shift = 2*((e%128)/32), q = (qs[32*half + e%32] >> shift) & 3; y = d*sc*q - dmin*m.
  * dequantize_row_q2_K / quantize_row_q2_K_ref in ggml-quants.c.
  */
-public final class Q2_KCodec implements BlockCodec {
+public final class Q2_KCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 84;
     private static final int SCALES = 0, QS = 16, D = 80, DMIN = 82;
@@ -20,15 +20,15 @@ public final class Q2_KCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        long b = srcOffsetBytes;
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b + D);
             float min = LittleEndian.f16(src, b + DMIN);
             int is = 0;
             for (int n = 0; n < QK; n += 128) {
-                long q = b + QS + n / 4;
+                int q = b + QS + n / 4;
                 for (int shift = 0; shift < 8; shift += 2) {
                     for (int half = 0; half < 32; half += 16) {
                         int sc = LittleEndian.u8(src, b + SCALES + is++);

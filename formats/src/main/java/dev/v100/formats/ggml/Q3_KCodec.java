@@ -10,7 +10,7 @@ import java.lang.foreign.MemorySegment;
  * (hmask[e%32] >> e/32) & 1 set means no -4 offset; y = d*(scale-32)*q.
  * dequantize_row_q3_K / quantize_row_q3_K_ref in ggml-quants.c.
  */
-public final class Q3_KCodec implements BlockCodec {
+public final class Q3_KCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 110;
     private static final int HMASK = 0, QS = 32, SCALES = 96, D = 108;
@@ -21,7 +21,7 @@ public final class Q3_KCodec implements BlockCodec {
     }
 
     /** The 16 six-bit scales (still biased by 32) of the block at {@code b}, as ggml's kmask unpacking. */
-    private static void unpackScales(MemorySegment src, long b, int[] out) {
+    private static void unpackScales(byte[] src, int b, int[] out) {
         for (int j = 0; j < 16; j++) {
             int low = j < 8 ? LittleEndian.u8(src, b + SCALES + j) & 0xF : LittleEndian.u8(src, b + SCALES + j - 8) >>> 4;
             int high = (LittleEndian.u8(src, b + SCALES + 8 + j % 4) >>> (2 * (j / 4))) & 3;
@@ -30,23 +30,23 @@ public final class Q3_KCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         int[] scales = new int[16];
-        long b = srcOffsetBytes;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float dAll = LittleEndian.f16(src, b + D);
             unpackScales(src, b, scales);
             int is = 0;
-            int m = 1;
+            int bit = 0;
             for (int n = 0; n < QK; n += 128) {
-                long q = b + QS + n / 4;
-                for (int shift = 0; shift < 8; shift += 2, m <<= 1) {
+                int q = b + QS + n / 4;
+                for (int shift = 0; shift < 8; shift += 2, bit++) {
                     for (int half = 0; half < 32; half += 16) {
                         float dl = dAll * (scales[is++] - 32);
                         for (int l = 0; l < 16; l++) {
                             int low = (LittleEndian.u8(src, q + half + l) >>> shift) & 3;
-                            int off = (LittleEndian.u8(src, b + HMASK + half + l) & m) != 0 ? 0 : 4;
+                            int off = (~LittleEndian.u8(src, b + HMASK + half + l) >>> bit & 1) << 2; // clear bit: -4
                             dst[y++] = dl * (low - off);
                         }
                     }

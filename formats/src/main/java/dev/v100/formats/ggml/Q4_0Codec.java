@@ -7,7 +7,7 @@ import java.lang.foreign.MemorySegment;
  * qs[j] holds element j in its low nibble and element j+16 in its high nibble; y = d * (q - 8).
  * dequantize_row_q4_0 / quantize_row_q4_0_ref in ggml-quants.c.
  */
-public final class Q4_0Codec implements BlockCodec {
+public final class Q4_0Codec extends ChunkedCodec {
     private static final int QK = 32;
     private static final int BLOCK_BYTES = 18;
 
@@ -17,8 +17,8 @@ public final class Q4_0Codec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        long b = srcOffsetBytes;
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES, y += QK) {
             float d = LittleEndian.f16(src, b);

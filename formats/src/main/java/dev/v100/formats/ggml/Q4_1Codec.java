@@ -7,7 +7,7 @@ import java.lang.foreign.MemorySegment;
  * (ggml-common.h). Nibbles as Q4_0; y = q * d + m.
  * dequantize_row_q4_1 / quantize_row_q4_1_ref in ggml-quants.c.
  */
-public final class Q4_1Codec implements BlockCodec {
+public final class Q4_1Codec extends ChunkedCodec {
     private static final int QK = 32;
     private static final int BLOCK_BYTES = 20;
 
@@ -17,8 +17,8 @@ public final class Q4_1Codec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        long b = srcOffsetBytes;
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES, y += QK) {
             float d = LittleEndian.f16(src, b);

@@ -8,7 +8,7 @@ import java.lang.foreign.MemorySegment;
  * 8 sub-blocks of 32 with 6-bit scale and min ({@link KScales}); element e: q = (qs[32*(e/64) + e%32]
  * >> 4*((e%64)/32)) & 15; y = d*sc*q - dmin*m. dequantize_row_q4_K / quantize_row_q4_K_ref in ggml-quants.c.
  */
-public final class Q4_KCodec implements BlockCodec {
+public final class Q4_KCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 144;
     private static final int D = 0, DMIN = 2, SCALES = 4, QS = 16;
@@ -19,17 +19,17 @@ public final class Q4_KCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         int[] sc = new int[8];
         int[] m = new int[8];
-        long b = srcOffsetBytes;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b + D);
             float min = LittleEndian.f16(src, b + DMIN);
             KScales.unpack(src, b + SCALES, sc, m);
             for (int j = 0; j < 4; j++) {
-                long q = b + QS + 32L * j;
+                int q = b + QS + 32 * j;
                 float d1 = d * sc[2 * j], m1 = min * m[2 * j];
                 float d2 = d * sc[2 * j + 1], m2 = min * m[2 * j + 1];
                 for (int l = 0; l < 32; l++) dst[y + l] = d1 * (LittleEndian.u8(src, q + l) & 0xF) - m1;

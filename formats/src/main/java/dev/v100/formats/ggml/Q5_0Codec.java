@@ -7,7 +7,7 @@ import java.lang.foreign.MemorySegment;
  * (ggml-common.h). Low nibbles as Q4_0, bit j of the little-endian u32 qh is the fifth bit of
  * element j; y = d * (q - 16). dequantize_row_q5_0 / quantize_row_q5_0_ref in ggml-quants.c.
  */
-public final class Q5_0Codec implements BlockCodec {
+public final class Q5_0Codec extends ChunkedCodec {
     private static final int QK = 32;
     private static final int BLOCK_BYTES = 22;
 
@@ -17,8 +17,8 @@ public final class Q5_0Codec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        long b = srcOffsetBytes;
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES, y += QK) {
             float d = LittleEndian.f16(src, b);

@@ -8,7 +8,7 @@ import java.lang.foreign.MemorySegment;
  * (ggml-common.h). As Q4_K plus a fifth bit: q |= ((qh[e%32] >> e/32) & 1) << 4.
  * dequantize_row_q5_K / quantize_row_q5_K_ref in ggml-quants.c.
  */
-public final class Q5_KCodec implements BlockCodec {
+public final class Q5_KCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 176;
     private static final int D = 0, DMIN = 2, SCALES = 4, QH = 16, QS = 48;
@@ -19,26 +19,25 @@ public final class Q5_KCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
         int[] sc = new int[8];
         int[] m = new int[8];
-        long b = srcOffsetBytes;
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b + D);
             float min = LittleEndian.f16(src, b + DMIN);
             KScales.unpack(src, b + SCALES, sc, m);
-            int u1 = 1, u2 = 2;
-            for (int j = 0; j < 4; j++, u1 <<= 2, u2 <<= 2) {
-                long ql = b + QS + 32L * j;
+            for (int j = 0; j < 4; j++) {
+                int ql = b + QS + 32 * j;
                 float d1 = d * sc[2 * j], m1 = min * m[2 * j];
                 float d2 = d * sc[2 * j + 1], m2 = min * m[2 * j + 1];
                 for (int l = 0; l < 32; l++) {
-                    int h = (LittleEndian.u8(src, b + QH + l) & u1) != 0 ? 16 : 0;
+                    int h = (LittleEndian.u8(src, b + QH + l) >>> (2 * j) & 1) << 4;
                     dst[y + l] = d1 * ((LittleEndian.u8(src, ql + l) & 0xF) + h) - m1;
                 }
                 for (int l = 0; l < 32; l++) {
-                    int h = (LittleEndian.u8(src, b + QH + l) & u2) != 0 ? 16 : 0;
+                    int h = (LittleEndian.u8(src, b + QH + l) >>> (2 * j + 1) & 1) << 4;
                     dst[y + 32 + l] = d2 * ((LittleEndian.u8(src, ql + l) >>> 4) + h) - m2;
                 }
                 y += 64;

@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
  * lo = (ql[64*half + 32*(quarter%2) + l] >> 4*(quarter/2)) & 15, hi = (qh[32*half + l] >> 2*quarter) & 3,
  * y = d * scales[e/16] * ((lo | hi << 4) - 32). dequantize_row_q6_K / quantize_row_q6_K_ref in ggml-quants.c.
  */
-public final class Q6_KCodec implements BlockCodec {
+public final class Q6_KCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 210;
     private static final int QL = 0, QH = 128, SCALES = 192, D = 208;
@@ -20,28 +20,25 @@ public final class Q6_KCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        long b = srcOffsetBytes;
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
+        float[] ds = new float[16];
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b + D);
+            for (int s = 0; s < 16; s++) ds[s] = d * src[b + SCALES + s]; // d * sc: ggml's d * sc * q evaluates it first
             for (int n = 0; n < 2; n++, y += 128) {
-                long ql = b + QL + 64L * n;
-                long qh = b + QH + 32L * n;
-                long sc = b + SCALES + 8L * n;
+                int ql = b + QL + 64 * n;
+                int qh = b + QH + 32 * n;
                 for (int l = 0; l < 32; l++) {
-                    int is = l / 16;
-                    int lo0 = LittleEndian.u8(src, ql + l);
-                    int lo1 = LittleEndian.u8(src, ql + l + 32);
-                    int h = LittleEndian.u8(src, qh + l);
-                    int q1 = ((lo0 & 0xF) | ((h & 3) << 4)) - 32;
-                    int q2 = ((lo1 & 0xF) | (((h >>> 2) & 3) << 4)) - 32;
-                    int q3 = ((lo0 >>> 4) | (((h >>> 4) & 3) << 4)) - 32;
-                    int q4 = ((lo1 >>> 4) | (((h >>> 6) & 3) << 4)) - 32;
-                    dst[y + l] = d * LittleEndian.s8(src, sc + is) * q1;
-                    dst[y + l + 32] = d * LittleEndian.s8(src, sc + is + 2) * q2;
-                    dst[y + l + 64] = d * LittleEndian.s8(src, sc + is + 4) * q3;
-                    dst[y + l + 96] = d * LittleEndian.s8(src, sc + is + 6) * q4;
+                    int is = 8 * n + l / 16;
+                    int lo0 = src[ql + l] & 0xFF;
+                    int lo1 = src[ql + l + 32] & 0xFF;
+                    int h = src[qh + l] & 0xFF;
+                    dst[y + l] = ds[is] * (((lo0 & 0xF) | ((h & 3) << 4)) - 32);
+                    dst[y + l + 32] = ds[is + 2] * (((lo1 & 0xF) | (((h >>> 2) & 3) << 4)) - 32);
+                    dst[y + l + 64] = ds[is + 4] * (((lo0 >>> 4) | (((h >>> 4) & 3) << 4)) - 32);
+                    dst[y + l + 96] = ds[is + 6] * (((lo1 >>> 4) | (((h >>> 6) & 3) << 4)) - 32);
                 }
             }
         }

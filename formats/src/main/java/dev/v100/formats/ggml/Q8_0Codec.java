@@ -6,7 +6,7 @@ import java.lang.foreign.MemorySegment;
  * Q8_0, 32 elements in 34 bytes: {@code block_q8_0 { ggml_half d; int8_t qs[32]; }} (ggml-common.h);
  * y = qs[j] * d. dequantize_row_q8_0 / quantize_row_q8_0_ref in ggml-quants.c.
  */
-public final class Q8_0Codec implements BlockCodec {
+public final class Q8_0Codec extends ChunkedCodec {
     private static final int QK = 32;
     private static final int BLOCK_BYTES = 34;
 
@@ -16,8 +16,8 @@ public final class Q8_0Codec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        long b = srcOffsetBytes;
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES, y += QK) {
             float d = LittleEndian.f16(src, b);

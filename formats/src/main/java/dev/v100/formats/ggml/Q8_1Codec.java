@@ -7,7 +7,7 @@ import java.lang.foreign.MemorySegment;
  * (ggml-common.h), s = d * sum(qs). ggml uses it only for activations (it has no to_float); we
  * decode y = qs[j] * d as Q8_0 does. quantize_row_q8_1_ref in ggml-quants.c.
  */
-public final class Q8_1Codec implements BlockCodec {
+public final class Q8_1Codec extends ChunkedCodec {
     private static final int QK = 32;
     private static final int BLOCK_BYTES = 36;
 
@@ -17,8 +17,8 @@ public final class Q8_1Codec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        long b = srcOffsetBytes;
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES, y += QK) {
             float d = LittleEndian.f16(src, b);

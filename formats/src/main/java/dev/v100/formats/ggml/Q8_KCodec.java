@@ -8,7 +8,7 @@ import java.lang.foreign.MemorySegment;
  * K-quant dot products, never stored in model files. dequantize_row_q8_K / quantize_row_q8_K_ref
  * in ggml-quants.c.
  */
-public final class Q8_KCodec implements BlockCodec {
+public final class Q8_KCodec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 292;
 
@@ -18,11 +18,11 @@ public final class Q8_KCodec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        long b = srcOffsetBytes;
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES, y += QK) {
-            float d = src.get(LittleEndian.F32, b);
+            float d = LittleEndian.f32(src, b);
             for (int j = 0; j < QK; j++) dst[y + j] = d * LittleEndian.s8(src, b + 4 + j);
         }
     }

@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
  * ((uint8_t)(q * 3^n) * 3) >> 8. Elements: qs[0..32) give 5 x 32, qs[32..48) give 5 x 16, qh 4 x 4.
  * dequantize_row_tq1_0 / quantize_row_tq1_0_ref in ggml-quants.c.
  */
-public final class TQ1_0Codec implements BlockCodec {
+public final class TQ1_0Codec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 54;
     private static final int QS = 0, QH = 48, D = 52;
@@ -26,8 +26,8 @@ public final class TQ1_0Codec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        long b = srcOffsetBytes;
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b + D);

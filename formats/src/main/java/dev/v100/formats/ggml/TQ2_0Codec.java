@@ -7,7 +7,7 @@ import java.lang.foreign.MemorySegment;
  * (ggml-common.h). Element 128*c + 32*l + m is bits 2l of qs[32c + m], q in {0, 1, 2} means
  * {-1, 0, 1}; y = (q - 1) * d. dequantize_row_tq2_0 / quantize_row_tq2_0_ref in ggml-quants.c.
  */
-public final class TQ2_0Codec implements BlockCodec {
+public final class TQ2_0Codec extends ChunkedCodec {
     private static final int QK = 256;
     private static final int BLOCK_BYTES = 66;
     private static final int QS = 0, D = 64;
@@ -18,8 +18,8 @@ public final class TQ2_0Codec implements BlockCodec {
     }
 
     @Override
-    public void dequantize(MemorySegment src, long srcOffsetBytes, float[] dst, int dstOffset, int nBlocks) {
-        long b = srcOffsetBytes;
+    void decode(byte[] src, int nBlocks, float[] dst, int dstOffset) {
+        int b = 0;
         int y = dstOffset;
         for (int i = 0; i < nBlocks; i++, b += BLOCK_BYTES) {
             float d = LittleEndian.f16(src, b + D);

@@ -43,6 +43,20 @@ class GgmlCodecsTest {
     }
 
     @Test
+    void rowDecodeIsTheRowsSliceOfTheWholeTensor() {
+        float[] x = CodecPropertiesTest.cosineRow(3 * 512, 0.25f);
+        MemorySegment q = GgmlCodecs.quantize(GgmlType.Q5_K, x);
+        float[] whole = GgmlCodecs.dequantize(GgmlType.Q5_K, q, x.length);
+        float[] row = new float[512];
+        for (int r = 0; r < 3; r++) {
+            GgmlCodecs.dequantizeRow(GgmlType.Q5_K, q, 512, r, row, 0);
+            for (int e = 0; e < 512; e++) assertEquals(whole[r * 512 + e], row[e], "row " + r + " element " + e);
+        }
+        assertThrows(IndexOutOfBoundsException.class, () -> GgmlCodecs.dequantizeRow(GgmlType.Q5_K, q, 512, 3, row, 0));
+        assertThrows(IllegalArgumentException.class, () -> GgmlCodecs.dequantizeRow(GgmlType.Q5_K, q, 500, 0, row, 0));
+    }
+
+    @Test
     void quantizingWithoutAReferenceQuantizerIsUnsupported() {
         for (GgmlType t : new GgmlType[] {GgmlType.IQ2_XXS, GgmlType.IQ4_NL, GgmlType.IQ1_M, GgmlType.I32, GgmlType.F64}) {
             assertFalse(GgmlCodecs.of(t).canQuantize(), t.name());
