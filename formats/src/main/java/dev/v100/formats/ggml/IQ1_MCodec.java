@@ -1,7 +1,5 @@
 package dev.v100.formats.ggml;
 
-import java.lang.foreign.MemorySegment;
-
 /**
  * IQ1_M, 256 elements in 56 bytes: {@code block_iq1_m { uint8_t qs[32]; uint8_t qh[16]; uint8_t scales[8]; }}
  * (ggml-common.h). No d field: the f16 super-scale is the top nibbles of the four LE u16 scale

@@ -1,7 +1,5 @@
 package dev.v100.formats.ggml;
 
-import java.lang.foreign.MemorySegment;
-
 /**
  * IQ1_S, 256 elements in 50 bytes: {@code block_iq1_s { ggml_half d; uint8_t qs[32]; uint16_t qh[8]; }}
  * (ggml-common.h). Per 32 elements one u16 qh: four 3-bit index extensions (bits 3l..3l+2),

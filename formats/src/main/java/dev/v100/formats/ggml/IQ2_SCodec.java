@@ -1,7 +1,5 @@
 package dev.v100.formats.ggml;
 
-import java.lang.foreign.MemorySegment;
-
 /**
  * IQ2_S, 256 elements in 82 bytes:
  * {@code block_iq2_s { ggml_half d; uint8_t qs[64]; uint8_t qh[8]; uint8_t scales[8]; }} (ggml-common.h).

@@ -1,7 +1,5 @@
 package dev.v100.formats.ggml;
 
-import java.lang.foreign.MemorySegment;
-
 /**
  * IQ2_XS, 256 elements in 74 bytes:
  * {@code block_iq2_xs { ggml_half d; uint16_t qs[32]; uint8_t scales[8]; }} (ggml-common.h).

@@ -1,7 +1,5 @@
 package dev.v100.formats.ggml;
 
-import java.lang.foreign.MemorySegment;
-
 /**
  * IQ2_XXS, 256 elements in 66 bytes: {@code block_iq2_xxs { ggml_half d; uint16_t qs[32]; }} (ggml-common.h).
  * Per 32 elements two LE u32: the first holds 4 byte indices into the 256x8 grid

@@ -1,7 +1,5 @@
 package dev.v100.formats.ggml;
 
-import java.lang.foreign.MemorySegment;
-
 /**
  * IQ3_XXS, 256 elements in 98 bytes: {@code block_iq3_xxs { ggml_half d; uint8_t qs[96]; }} (ggml-common.h).
  * qs[0..64) are byte indices into the 256x4 grid {@link Codebooks#IQ3_XXS} (two per 8 elements);

@@ -1,7 +1,5 @@
 package dev.v100.formats.ggml;
 
-import java.lang.foreign.MemorySegment;
-
 /**
  * IQ4_NL (non-linear 4-bit), 32 elements in 18 bytes: {@code block_iq4_nl { ggml_half d; uint8_t qs[16]; }}
  * (ggml-common.h); nibbles as Q4_0 index {@link Codebooks#KVALUES_IQ4NL}; y = d * kvalues[q].
