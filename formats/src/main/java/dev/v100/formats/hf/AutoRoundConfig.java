@@ -31,6 +31,7 @@ public record AutoRoundConfig(Path file, String quantMethod, String packingForma
     public static final String DEFAULT_PACKING_FORMAT = "auto_round:auto_gptq";
     /** bits at or above this mean "not quantized" (AutoRound writes 16). */
     public static final int DENSE_BITS = 16;
+    private static final String REGEX_SPECIAL_CHARS = "*+?^$()[]{}|\\";
 
     /** Packing formats and how each stores its zero points (formats.md §4.1). */
     public enum PackingFormat {
@@ -60,11 +61,14 @@ public record AutoRoundConfig(Path file, String quantMethod, String packingForma
                 String key = it.next();
                 JsonFields o = ec.object(key);
                 if (o == null) throw new InvalidModelFileException(f.file, -1, ec.path(key), "override is null");
-                Pattern re;
-                try {
-                    re = JsonFields.pythonRegex(key);
-                } catch (PatternSyntaxException e) {
-                    re = null; // auto-round skips keys that do not compile as regexes; they still match exactly
+                Pattern re = null;
+                // only keys with regex syntax beyond '.' are patterns (vLLM's rule); plain names match exactly
+                if (key.chars().anyMatch(ch -> REGEX_SPECIAL_CHARS.indexOf(ch) >= 0)) {
+                    try {
+                        re = JsonFields.pythonRegex(key);
+                    } catch (PatternSyntaxException e) {
+                        re = null; // auto-round skips keys that do not compile; they still match exactly
+                    }
                 }
                 extra.put(key, new LayerOverride(o.int32("bits"), o.int32("group_size"), o.bool("sym"), o.str("data_type"), re, o.node));
             }
@@ -87,8 +91,8 @@ public record AutoRoundConfig(Path file, String quantMethod, String packingForma
      * The scheme a module was quantized with, or empty when it is dense. As auto-round's loader
      * (inference/convert_model.py) and vLLM resolve it: an exact extra_config key wins; otherwise a
      * module is quantized when its name starts with a block name (with no block names: every module
-     * but lm_head); then the first extra_config key that matches as a regex ({@code re.search})
-     * overrides the defaults. bits >= 16 means dense.
+     * but lm_head); then the first extra_config key with regex syntax ({@code *+?^$()[]{}|\}) that
+     * matches ({@code re.search}) overrides the defaults. bits >= 16 means dense.
      */
     public Optional<Scheme> schemeFor(String moduleName) {
         Scheme dflt = new Scheme(bits, groupSize, sym, dataType);
