@@ -80,7 +80,7 @@ public final class SafetensorsFile implements AutoCloseable {
             MemorySegment seg;
             try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
                 long size = ch.size();
-                seg = size == 0 ? MemorySegment.NULL.reinterpret(0) : ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+                seg = size == 0 ? MemorySegment.ofArray(new byte[0]) : ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot read " + path + ": " + e.getMessage(), e);
             }
@@ -112,15 +112,12 @@ public final class SafetensorsFile implements AutoCloseable {
     /** A tensor entry as written, before the cross-entry checks; {@code *At} are absolute file offsets. */
     private static final class Entry {
         String name;
-        long entryAt;
         String dtypeName;
         long dtypeAt = -1;
         long[] shape;
         long shapeAt = -1;
         long begin = -1, end = -1;
         long offsetsAt = -1;
-        StDtype dtype;
-        long byteSize;
     }
 
     private static Header parseHeader(Path file, MemorySegment seg) {
@@ -218,7 +215,6 @@ public final class SafetensorsFile implements AutoCloseable {
     private static Entry readEntry(Path file, JsonParser p, String name, long keyAt) throws IOException {
         Entry e = new Entry();
         e.name = name;
-        e.entryAt = keyAt;
         while (p.nextToken() != JsonToken.END_OBJECT) {
             String k = p.currentName();
             long kAt = 8 + p.currentTokenLocation().getByteOffset();
@@ -278,8 +274,8 @@ public final class SafetensorsFile implements AutoCloseable {
     }
 
     private static SafetensorsTensor check(Path file, Entry e, long dataStart, long dataSize) {
-        e.dtype = StDtype.byNameOrNull(e.dtypeName);
-        if (e.dtype == null) {
+        StDtype dtype = StDtype.byNameOrNull(e.dtypeName);
+        if (dtype == null) {
             throw new InvalidModelFileException(file, e.dtypeAt, "dtype of '" + e.name + "'",
                     "unknown dtype '" + e.dtypeName + "' (known: " + Arrays.toString(StDtype.values()) + ")");
         }
@@ -290,10 +286,10 @@ public final class SafetensorsFile implements AutoCloseable {
             throw new InvalidModelFileException(file, e.shapeAt, "shape of '" + e.name + "'",
                     "element count of shape " + Arrays.toString(e.shape) + " overflows 64 bits (ValidationOverflow)");
         }
-        long bytes = e.dtype.byteSizeOrMinus1(nElems);
+        long bytes = dtype.byteSizeOrMinus1(nElems);
         if (bytes < 0) {
             throw new InvalidModelFileException(file, e.shapeAt, "shape of '" + e.name + "'",
-                    nElems + " elements of " + e.dtype + " (" + e.dtype.bitsPerElem + " bits each) do not make whole bytes"
+                    nElems + " elements of " + dtype + " (" + dtype.bitsPerElem + " bits each) do not make whole bytes"
                             + " or overflow 64 bits (shape " + Arrays.toString(e.shape) + ")");
         }
         if (e.end < e.begin) {
@@ -303,15 +299,14 @@ public final class SafetensorsFile implements AutoCloseable {
         if (e.end - e.begin != bytes) {
             throw new InvalidModelFileException(file, e.offsetsAt, "data_offsets of '" + e.name + "'",
                     "range [" + e.begin + ", " + e.end + ") holds " + (e.end - e.begin) + " bytes but shape "
-                            + Arrays.toString(e.shape) + " of " + e.dtype + " needs " + bytes + " (TensorInvalidInfo)");
+                            + Arrays.toString(e.shape) + " of " + dtype + " needs " + bytes + " (TensorInvalidInfo)");
         }
         if (e.end > dataSize) {
             throw new InvalidModelFileException(file, e.offsetsAt, "data_offsets of '" + e.name + "'",
                     "range [" + e.begin + ", " + e.end + ") runs past the data section, which holds " + dataSize
                             + " bytes (InvalidOffset; truncated file?)");
         }
-        e.byteSize = bytes;
-        return new SafetensorsTensor(e.name, e.dtype, e.shape, dataStart + e.begin, bytes);
+        return new SafetensorsTensor(e.name, dtype, e.shape, dataStart + e.begin, bytes);
     }
 
     /** Sorts by (begin, end) and checks the ranges tile [0, dataSize) exactly. */

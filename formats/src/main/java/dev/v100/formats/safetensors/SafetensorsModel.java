@@ -15,7 +15,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -119,8 +118,7 @@ public final class SafetensorsModel implements AutoCloseable {
         if (wm.isEmpty()) throw new InvalidModelFileException(index, -1, "weight_map", "is empty: the index names no tensors");
         Path dir = index.toAbsolutePath().getParent();
         Map<String, List<String>> byShard = new LinkedHashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = wm.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> e = it.next();
+        for (Map.Entry<String, JsonNode> e : wm.properties()) {
             if (!e.getValue().isTextual()) {
                 throw new InvalidModelFileException(index, -1, "weight_map." + e.getKey(), "shard must be a file name string, found " + e.getValue());
             }

@@ -111,6 +111,24 @@ class SafetensorsWriterTest {
     }
 
     @Test
+    void mapsFilesLargerThan2GiB() throws IOException {
+        // a sparse 3 GiB file: header from the writer, data never written (reads as zeros)
+        long n = 3L << 30;
+        Path p = dir.resolve("huge.safetensors");
+        byte[] header = new SafetensorsWriter().add("huge", StDtype.U8, new long[] {n}, out -> { }).header();
+        try (var raf = new java.io.RandomAccessFile(p.toFile(), "rw")) {
+            raf.write(header);
+            raf.setLength(header.length + n);
+        }
+        try (SafetensorsFile f = SafetensorsFile.open(p)) {
+            var seg = f.data(f.tensor("huge"));
+            assertEquals(n, seg.byteSize());
+            assertEquals(0, seg.get(ValueLayout.JAVA_BYTE, n - 1));
+            assertEquals(header.length, f.dataStart());
+        }
+    }
+
+    @Test
     void refusesBadTensors() {
         var w = new SafetensorsWriter().addF32("a", new long[] {1}, new float[] {1});
         assertThrows(IllegalArgumentException.class, () -> w.addF32("a", new long[] {1}, new float[] {1}));
