@@ -115,6 +115,7 @@ public final class GgufFile implements AutoCloseable {
             MemorySegment.copy(bytes, 0, seg, ValueLayout.JAVA_BYTE, 0, bytes.length);
             seg = seg.asSlice(0, bytes.length).asReadOnly();
             Part p = parse(nameForErrors, seg, 0);
+            checkSplits(List.of(nameForErrors), List.of(p));
             return new GgufFile(List.of(nameForErrors), List.of(p), arena);
         } catch (RuntimeException e) {
             arena.close();
@@ -255,7 +256,7 @@ public final class GgufFile implements AutoCloseable {
             if (type == null) {
                 throw new InvalidModelFileException(file, typeAt, "type of '" + key + "'", "unknown metadata value type " + typeId);
             }
-            kv.put(key, new GgufValue(type, c.value(type, "value of '" + key + "'", 0)));
+            kv.put(key, new GgufValue(type, c.value(type, "value of '" + key + "'", -1, 0)));
             kvAt.put(key, keyAt);
         }
         GgufMetadata md = new GgufMetadata(kv);
@@ -449,38 +450,56 @@ public final class GgufFile implements AutoCloseable {
             return seg.byteSize() - pos;
         }
 
-        private void need(long n, String field) {
+        /** Field names of array elements are built only when an error is thrown ({@code idx} < 0: no index). */
+        private static String name(String field, long idx) {
+            return idx < 0 ? field : field + "[" + idx + "]";
+        }
+
+        private void need(long n, String field, long idx) {
             if (n < 0 || n > remaining()) {
-                throw new InvalidModelFileException(file, pos, field,
+                throw new InvalidModelFileException(file, pos, name(field, idx),
                         "needs " + Long.toUnsignedString(n) + " bytes but the file ends after " + remaining());
             }
         }
 
         int u32(String field) {
-            need(4, field);
+            return u32(field, -1);
+        }
+
+        int u32(String field, long idx) {
+            need(4, field, idx);
             int v = seg.get(U32, pos);
             pos += 4;
             return v;
         }
 
         long u64(String field) {
-            need(8, field);
+            return u64(field, -1);
+        }
+
+        long u64(String field, long idx) {
+            need(8, field, idx);
             long v = seg.get(U64, pos);
             pos += 8;
             return v;
         }
 
-        /** A gguf_string of at most {@code maxBytes} UTF-8 bytes. */
         String string(String field, long maxBytes) {
+            return string(field, -1, maxBytes);
+        }
+
+        /** A gguf_string of at most {@code maxBytes} UTF-8 bytes. */
+        String string(String field, long idx, long maxBytes) {
             long at = pos;
-            long len = u64(field + " (length)");
+            if (remaining() < 8) need(8, field + " (length)", idx);
+            long len = u64(field, idx);
             if (len < 0 || len > remaining()) {
-                throw new InvalidModelFileException(file, at, field,
+                throw new InvalidModelFileException(file, at, name(field, idx),
                         "string length " + Long.toUnsignedString(len) + " exceeds the " + remaining() + " bytes left in the file");
             }
             if (len > maxBytes) {
                 String head = new String(seg.asSlice(pos, Math.min(len, 80)).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
-                throw new InvalidModelFileException(file, at, field,
+                throw new InvalidModelFileException(file, at, name(field, idx),
                         "string of " + len + " bytes is longer than " + maxBytes + " (starts '" + head + "')");
             }
             if (len == 0) return "";
@@ -489,30 +508,30 @@ public final class GgufFile implements AutoCloseable {
             try {
                 return utf8.reset().decode(java.nio.ByteBuffer.wrap(b)).toString();
             } catch (CharacterCodingException e) {
-                throw new InvalidModelFileException(file, at + 8, field, "string is not valid UTF-8");
+                throw new InvalidModelFileException(file, at + 8, name(field, idx), "string is not valid UTF-8");
             }
         }
 
-        Object value(GgufValueType type, String field, int depth) {
+        Object value(GgufValueType type, String field, long idx, int depth) {
             long at = pos;
             switch (type) {
-                case UINT8 -> { need(1, field); return Byte.toUnsignedLong(seg.get(ValueLayout.JAVA_BYTE, pos++)); }
-                case INT8 -> { need(1, field); return (long) seg.get(ValueLayout.JAVA_BYTE, pos++); }
-                case UINT16 -> { need(2, field); long v = Short.toUnsignedLong(seg.get(U16, pos)); pos += 2; return v; }
-                case INT16 -> { need(2, field); long v = seg.get(U16, pos); pos += 2; return v; }
-                case UINT32 -> { return Integer.toUnsignedLong(u32(field)); }
-                case INT32 -> { return (long) u32(field); }
-                case FLOAT32 -> { return Float.intBitsToFloat(u32(field)); }
-                case UINT64, INT64 -> { return u64(field); }
-                case FLOAT64 -> { return Double.longBitsToDouble(u64(field)); }
+                case UINT8 -> { need(1, field, idx); return Byte.toUnsignedLong(seg.get(ValueLayout.JAVA_BYTE, pos++)); }
+                case INT8 -> { need(1, field, idx); return (long) seg.get(ValueLayout.JAVA_BYTE, pos++); }
+                case UINT16 -> { need(2, field, idx); long v = Short.toUnsignedLong(seg.get(U16, pos)); pos += 2; return v; }
+                case INT16 -> { need(2, field, idx); long v = seg.get(U16, pos); pos += 2; return v; }
+                case UINT32 -> { return Integer.toUnsignedLong(u32(field, idx)); }
+                case INT32 -> { return (long) u32(field, idx); }
+                case FLOAT32 -> { return Float.intBitsToFloat(u32(field, idx)); }
+                case UINT64, INT64 -> { return u64(field, idx); }
+                case FLOAT64 -> { return Double.longBitsToDouble(u64(field, idx)); }
                 case BOOL -> {
-                    need(1, field);
+                    need(1, field, idx);
                     byte b = seg.get(ValueLayout.JAVA_BYTE, pos++);
-                    if (b != 0 && b != 1) throw new InvalidModelFileException(file, at, field, "BOOL byte is " + b + ", not 0 or 1");
+                    if (b != 0 && b != 1) throw new InvalidModelFileException(file, at, name(field, idx), "BOOL byte is " + b + ", not 0 or 1");
                     return b == 1;
                 }
-                case STRING -> { return string(field, MAX_JAVA_ARRAY); }
-                case ARRAY -> { return array(field, depth); }
+                case STRING -> { return string(field, idx, MAX_JAVA_ARRAY); }
+                case ARRAY -> { return array(name(field, idx), depth); }
             }
             throw new AssertionError(type);
         }
@@ -550,7 +569,7 @@ public final class GgufFile implements AutoCloseable {
                 if (et == GgufValueType.BOOL) {
                     for (int i = 0; i < raw.length; i++) {
                         if (raw[i] != 0 && raw[i] != 1) {
-                            throw new InvalidModelFileException(file, pos + i, field + "[" + i + "]", "BOOL byte is " + raw[i] + ", not 0 or 1");
+                            throw new InvalidModelFileException(file, pos + i, name(field, i), "BOOL byte is " + raw[i] + ", not 0 or 1");
                         }
                     }
                 }
@@ -558,7 +577,7 @@ public final class GgufFile implements AutoCloseable {
                 return new GgufArray(et, new FrozenLists.Packed(et, raw));
             }
             Object[] vals = new Object[(int) count];
-            for (int i = 0; i < vals.length; i++) vals[i] = value(et, field + "[" + i + "]", depth + 1);
+            for (int i = 0; i < vals.length; i++) vals[i] = value(et, field, i, depth + 1);
             return new GgufArray(et, new FrozenLists.Objects(vals));
         }
     }
