@@ -148,7 +148,7 @@ public final class GgufFile implements AutoCloseable {
     private static MemorySegment map(Path f, Arena arena) {
         try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ)) {
             long size = ch.size();
-            if (size == 0) return MemorySegment.NULL.reinterpret(0);
+            if (size == 0) return MemorySegment.ofArray(new byte[0]);
             return ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read " + f + ": " + e.getMessage(), e);

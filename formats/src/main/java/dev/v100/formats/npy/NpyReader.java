@@ -54,7 +54,7 @@ public final class NpyReader {
     public static NpyArray read(Path file) {
         NpyHeader h = readHeader(file);
         checkJavaSize(file, h);
-        if (h.dataBytes() == 0) return decode(h, MemorySegment.NULL.reinterpret(0));
+        if (h.dataBytes() == 0) return decode(h, MemorySegment.ofArray(new byte[0]));
         try (Arena arena = Arena.ofConfined(); FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             return decode(h, ch.map(FileChannel.MapMode.READ_ONLY, h.dataOffset(), h.dataBytes(), arena));
         } catch (IOException e) {

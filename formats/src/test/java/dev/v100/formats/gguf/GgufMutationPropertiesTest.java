@@ -32,7 +32,7 @@ import static org.junit.jupiter.api.Assertions.*;
  * {@link ModelFormatException}; never any other exception, never a hang, and never an allocation
  * out of proportion to the file's real size.
  */
-class GgufMutationProperties {
+class GgufMutationPropertiesTest {
     static final Path FILE = Path.of("mutated.gguf");
     /** A hang, not a slow parse: files here are a few KB and parse in microseconds. */
     static final long HANG_BOUND_SECONDS = 20;

@@ -13,7 +13,7 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.*;
 
 /** write -> read gives back every KV (type and value, bit for bit) and every tensor; dims reversal is an involution. */
-class GgufProperties {
+class GgufPropertiesTest {
     @Provide
     Arbitrary<GgufSpecs.Spec> specs() {
         return GgufSpecs.specs();
