@@ -491,7 +491,7 @@ public final class GgufFile implements AutoCloseable {
         /** A gguf_string of at most {@code maxBytes} UTF-8 bytes. */
         String string(String field, long idx, long maxBytes) {
             long at = pos;
-            if (remaining() < 8) need(8, field + " (length)", idx);
+            if (remaining() < 8) need(8, name(field, idx) + " (length)", -1);
             long len = u64(field, idx);
             if (len < 0 || len > remaining()) {
                 throw new InvalidModelFileException(file, at, name(field, idx),
