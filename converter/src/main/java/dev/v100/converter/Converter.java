@@ -11,13 +11,13 @@ import dev.v100.converter.source.SourceTensor;
 import dev.v100.converter.source.StreamingCheckpoint;
 import dev.v100.converter.tensor.ConvertedTensor;
 import dev.v100.converter.tensor.SliceCopier;
+import dev.v100.converter.tensor.SliceOutput;
 import dev.v100.formats.ModelFormatException;
 import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.formats.bundle.BundleWriter;
 import dev.v100.formats.bundle.Checksums;
 import dev.v100.formats.bundle.ModelConfig;
 
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -189,7 +189,7 @@ public final class Converter {
     }
 
     /** One tensor slice to write: a unit of parallel work. */
-    private record Task(int rankIndex, int tensorIndex, Planned p, MemorySegment dst, String[] crcs, int rank) {}
+    private record Task(int rankIndex, int tensorIndex, Planned p, java.nio.channels.FileChannel dst, String[] crcs, int rank) {}
 
     private List<String[]> writeData(BundleWriter w, List<RankPlan> ranks, Options o, Checkpoint ckpt) {
         List<String[]> crcs = new ArrayList<>();
@@ -202,7 +202,7 @@ public final class Converter {
         for (int i = 0; i < ranks.size(); i++) {
             RankPlan rp = ranks.get(i);
             for (int j = 0; j < rp.tensors().size(); j++) {
-                tasks.add(new Task(i, j, rp.tensors().get(j), w.rankData(fileIndex[i]), crcs.get(i), rp.rank()));
+                tasks.add(new Task(i, j, rp.tensors().get(j), w.channel(fileIndex[i]), crcs.get(i), rp.rank()));
             }
         }
         ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, o.threads()), r -> {
@@ -221,10 +221,13 @@ public final class Converter {
 
     private static Void run(Task t, Options o) {
         Planned p = t.p();
-        try {
-            long n = SliceCopier.copy(p.decision().data(), p.slice(), t.dst(), p.offset(), o.progress()::advance);
-            if (n != p.bytes()) throw new IllegalStateException(p.spec().name() + ": wrote " + n + " bytes, planned " + p.bytes());
-            t.crcs()[t.tensorIndex()] = Checksums.crc32c(t.dst().asSlice(p.offset(), p.bytes()));
+        try (SliceOutput.ToChannel out = new SliceOutput.ToChannel(t.dst(), p.offset())) {
+            long n = SliceCopier.copy(p.decision().data(), p.slice(), out, o.progress()::advance);
+            long crc = out.finish();
+            if (n != p.bytes() || out.written() != p.bytes()) {
+                throw new IllegalStateException(p.spec().name() + ": wrote " + n + " bytes, planned " + p.bytes());
+            }
+            t.crcs()[t.tensorIndex()] = Checksums.hex32(crc);
         } catch (RuntimeException e) {
             throw new ModelFormatException("converting " + p.spec().name() + " for rank " + t.rank() + ": " + e.getMessage(), e);
         }
