@@ -311,11 +311,45 @@ def digest(d):
     return h.hexdigest()
 
 
+def big_tokenizer(path, vocab_size):
+    """A Qwen2-shaped tokenizer with a realistic vocabulary size, trained on the Python installation's
+    own source and text files, for the throughput benchmark (too large to commit)."""
+    import glob
+    files = sorted(glob.glob(os.path.join(sys.prefix, "lib", "python3*", "**", "*.py"), recursive=True))
+    files += sorted(glob.glob(os.path.join(sys.prefix, "lib", "python3*", "**", "*.txt"), recursive=True))
+    def lines():
+        for f in files:
+            try:
+                with open(f, encoding="utf-8") as fh:
+                    yield from fh
+            except (UnicodeDecodeError, OSError):
+                continue
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(lines(), trainer=trainer)
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in QWEN_SPECIAL])
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in QWEN_ADDED])
+    tok.save(path)
+    print(f"wrote {path}: vocab {tok.get_vocab_size()} from {len(files)} files")
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--big-tokenizer", metavar="PATH", help="instead: train a ~150k-vocab tokenizer for the benchmark to PATH")
+    ap.add_argument("--big-vocab", type=int, default=150000)
     ap.add_argument("--shared", default=os.environ.get("V100_SHARED", "/work/shared"))
     ap.add_argument("--check", action="store_true", help="build twice in temp dirs and compare (determinism)")
     args = ap.parse_args()
+    if args.big_tokenizer:
+        big_tokenizer(args.big_tokenizer, args.big_vocab)
+        return
     if args.check:
         import tempfile
         a, b = tempfile.mkdtemp(), tempfile.mkdtemp()

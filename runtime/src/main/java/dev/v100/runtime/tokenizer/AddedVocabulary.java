@@ -140,6 +140,8 @@ final class AddedVocabulary {
         record Match(AddedToken token, int length) {}
 
         private final Map<Character, Candidate[]> byFirstChar = new HashMap<>();
+        /** [65536] whether some pattern starts with this char: the scan skips the rest without a map lookup. */
+        private final boolean[] isFirst = new boolean[65536];
 
         private record Candidate(String text, AddedToken token) {}
 
@@ -158,10 +160,12 @@ final class AddedVocabulary {
                 Candidate[] arr = e.getValue().toArray(new Candidate[0]);
                 Arrays.sort(arr, Comparator.comparingInt((Candidate c) -> -c.text().length()));
                 byFirstChar.put(e.getKey(), arr);
+                isFirst[e.getKey()] = true;
             }
         }
 
         Match longestAt(String s, int i) {
+            if (!isFirst[s.charAt(i)]) return null;
             Candidate[] cands = byFirstChar.get(s.charAt(i));
             if (cands == null) return null;
             for (Candidate c : cands) {

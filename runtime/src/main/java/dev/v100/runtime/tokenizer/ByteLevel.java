@@ -35,10 +35,40 @@ final class ByteLevel {
 
     /** The byte-level string of {@code text}'s UTF-8 bytes. */
     static String encode(String text) {
-        byte[] utf8 = Utf8.encode(text);
-        char[] out = new char[utf8.length];
-        for (int i = 0; i < utf8.length; i++) out[i] = BYTE_TO_CHAR[utf8[i] & 0xFF];
-        return new String(out);
+        return encode(text, 0, text.length());
+    }
+
+    /** The byte-level string of the UTF-8 bytes of {@code text[from, to)} (lone surrogates as U+FFFD). */
+    static String encode(String text, int from, int to) {
+        char[] out = new char[(to - from) * 3];
+        int k = 0;
+        for (int i = from; i < to; i++) {
+            int cp = text.charAt(i);
+            if (cp < 0x80) {
+                out[k++] = BYTE_TO_CHAR[cp];
+                continue;
+            }
+            if (Character.isHighSurrogate((char) cp) && i + 1 < to && Character.isLowSurrogate(text.charAt(i + 1))) {
+                cp = Character.toCodePoint((char) cp, text.charAt(++i));
+            } else if (Character.isSurrogate((char) cp)) {
+                cp = Utf8.REPLACEMENT;
+            }
+            if (cp < 0x800) {
+                out[k++] = BYTE_TO_CHAR[0xC0 | (cp >> 6)];
+                out[k++] = BYTE_TO_CHAR[0x80 | (cp & 0x3F)];
+            } else if (cp < 0x10000) {
+                out[k++] = BYTE_TO_CHAR[0xE0 | (cp >> 12)];
+                out[k++] = BYTE_TO_CHAR[0x80 | ((cp >> 6) & 0x3F)];
+                out[k++] = BYTE_TO_CHAR[0x80 | (cp & 0x3F)];
+            } else {
+                // a surrogate pair is 2 chars in, 4 chars out: still within 3 per input char
+                out[k++] = BYTE_TO_CHAR[0xF0 | (cp >> 18)];
+                out[k++] = BYTE_TO_CHAR[0x80 | ((cp >> 12) & 0x3F)];
+                out[k++] = BYTE_TO_CHAR[0x80 | ((cp >> 6) & 0x3F)];
+                out[k++] = BYTE_TO_CHAR[0x80 | (cp & 0x3F)];
+            }
+        }
+        return new String(out, 0, k);
     }
 
     /**

@@ -181,8 +181,8 @@ public final class GgufTokenizer {
         TextNormalizer normalizer = fam.nfc() ? new TextNormalizer.Unicode(Normalizer.Form.NFC) : null;
         PreTokenizer preTok = fam.pattern() == null
                 ? PreTokenizer.ByteLevelStep.of(false, true)
-                : new PreTokenizer.Sequence(List.of(
-                        new PreTokenizer.Split(OnigRegex.compile(fam.pattern()), PreTokenizer.Behavior.ISOLATED, false),
+                : PreTokenizer.Sequence.of(List.of(
+                        PreTokenizer.Split.of(fam.pattern(), PreTokenizer.Behavior.ISOLATED, false),
                         PreTokenizer.ByteLevelStep.of(false, false)));
         BpeModel bpe = new BpeModel(source, vocab, merges, fam.ignoreMerges(), false, null, false, null, null);
         java.util.Set<Integer> extraEos = new java.util.LinkedHashSet<>();

@@ -127,17 +127,16 @@ public final class HfTokenizer {
         return switch (type) {
             case "Split" -> {
                 JsonNode pat = n.get("pattern");
-                Pattern p;
-                if (pat != null && pat.has("Regex")) {
-                    p = OnigRegex.compile(pat.get("Regex").asText());
-                } else if (pat != null && pat.has("String")) {
-                    p = Pattern.compile(Pattern.quote(pat.get("String").asText()));
-                } else {
-                    throw new InvalidTokenizerException(source + ": pre_tokenizer Split has no pattern {\"Regex\"|\"String\": ...}");
-                }
                 JsonNode beh = n.get("behavior");
                 if (beh == null) throw new InvalidTokenizerException(source + ": pre_tokenizer Split has no behavior");
-                yield new PreTokenizer.Split(p, PreTokenizer.Behavior.fromJson(beh.asText()), n.path("invert").asBoolean(false));
+                PreTokenizer.Behavior behavior = PreTokenizer.Behavior.fromJson(beh.asText());
+                boolean invert = n.path("invert").asBoolean(false);
+                if (pat != null && pat.has("Regex")) {
+                    yield PreTokenizer.Split.of(pat.get("Regex").asText(), behavior, invert);
+                } else if (pat != null && pat.has("String")) {
+                    yield new PreTokenizer.Split(Pattern.compile(Pattern.quote(pat.get("String").asText())), behavior, invert);
+                }
+                throw new InvalidTokenizerException(source + ": pre_tokenizer Split has no pattern {\"Regex\"|\"String\": ...}");
             }
             case "ByteLevel" -> PreTokenizer.ByteLevelStep.of(n.path("add_prefix_space").asBoolean(true), n.path("use_regex").asBoolean(true));
             case "Digits" -> PreTokenizer.Digits.of(n.path("individual_digits").asBoolean(false));
@@ -147,7 +146,7 @@ public final class HfTokenizer {
                     PreTokenizer t = preTokenizer(source, c);
                     if (t != null) steps.add(t);
                 }
-                yield new PreTokenizer.Sequence(List.copyOf(steps));
+                yield PreTokenizer.Sequence.of(steps);
             }
             default -> throw new UnsupportedTokenizerException(source + ": pre_tokenizer type '" + type
                     + "' is not supported (supported: Split, ByteLevel, Digits, Sequence)");

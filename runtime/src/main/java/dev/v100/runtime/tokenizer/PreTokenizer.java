@@ -37,6 +37,14 @@ sealed interface PreTokenizer {
 
     /** HF {@code Split}: a regex (or literal) split with one of the five behaviors, optionally inverted. */
     record Split(Pattern pattern, Behavior behavior, boolean invert) implements PreTokenizer {
+        /** The fast scanner when {@code regex} is a known family pattern split Isolated, else the regex split. */
+        static PreTokenizer of(String regex, Behavior behavior, boolean invert) {
+            Pattern p = OnigRegex.compile(regex);
+            KnownPattern known = KnownPattern.forRegex(regex);
+            if (known != null && behavior == Behavior.ISOLATED && !invert) return new KnownPatternSplit(known, p);
+            return new Split(p, behavior, invert);
+        }
+
         @Override
         public void split(String piece, List<String> out) {
             splitByPattern(piece, pattern, behavior, invert, out);
@@ -47,9 +55,9 @@ sealed interface PreTokenizer {
      * HF {@code ByteLevel}: optional leading space, optional GPT-2 regex split, then the byte-level
      * rewrite of every resulting piece.
      */
-    record ByteLevelStep(boolean addPrefixSpace, boolean useRegex, Pattern gpt2) implements PreTokenizer {
+    record ByteLevelStep(boolean addPrefixSpace, boolean useRegex) implements PreTokenizer {
         static ByteLevelStep of(boolean addPrefixSpace, boolean useRegex) {
-            return new ByteLevelStep(addPrefixSpace, useRegex, useRegex ? OnigRegex.compile(GPT2_PATTERN) : null);
+            return new ByteLevelStep(addPrefixSpace, useRegex);
         }
 
         @Override
@@ -59,9 +67,20 @@ sealed interface PreTokenizer {
                 if (!s.isEmpty()) out.add(ByteLevel.encode(s));
                 return;
             }
-            int first = out.size();
-            splitByPattern(s, gpt2, Behavior.ISOLATED, false, out);
-            for (int i = first; i < out.size(); i++) out.set(i, ByteLevel.encode(out.get(i)));
+            KnownPattern.GPT2.splitByteLevel(s, out);
+        }
+    }
+
+    /**
+     * A hand-written scanner for the pre-tokenizer regexes of the GPT-2, Llama-3, Qwen2 and Qwen3.5
+     * families: every alternative of those patterns is decided by the first code point, so one pass
+     * with a category lookup per code point replaces the backtracking regex (same matches; tested
+     * against {@link #reference} on the fixture corpus and random text).
+     */
+    record KnownPatternSplit(KnownPattern shape, Pattern reference) implements PreTokenizer {
+        @Override
+        public void split(String piece, List<String> out) {
+            shape.split(piece, out);
         }
     }
 
@@ -77,8 +96,25 @@ sealed interface PreTokenizer {
         }
     }
 
+    /** A known-pattern split followed by ByteLevel without regex, in one pass. */
+    record KnownPatternByteLevel(KnownPattern shape) implements PreTokenizer {
+        @Override
+        public void split(String piece, List<String> out) {
+            shape.splitByteLevel(piece, out);
+        }
+    }
+
     /** HF {@code Sequence}: each step applied to every piece the previous one produced. */
     record Sequence(List<PreTokenizer> steps) implements PreTokenizer {
+        /** The sequence, with the common Split(known regex) + ByteLevel(no prefix, no regex) pair fused. */
+        static PreTokenizer of(List<PreTokenizer> steps) {
+            if (steps.size() == 2 && steps.get(0) instanceof KnownPatternSplit k
+                    && steps.get(1) instanceof ByteLevelStep b && !b.addPrefixSpace() && !b.useRegex()) {
+                return new KnownPatternByteLevel(k.shape());
+            }
+            return steps.size() == 1 ? steps.getFirst() : new Sequence(List.copyOf(steps));
+        }
+
         @Override
         public void split(String piece, List<String> out) {
             List<String> cur = new ArrayList<>(4);
