@@ -155,6 +155,29 @@ def make_llama3():
     return tok, config
 
 
+def make_bytefallback():
+    """BPE over raw characters (no ByteLevel step) with byte_fallback and a fused unknown token: characters
+    missing from the vocabulary become <0xHH> byte tokens, or <unk> when a byte token is missing too
+    (bytes F0-F4, i.e. 4-byte characters such as emoji). The ByteLevel decoder then maps what it can."""
+    tok = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(QWEN2_REGEX), behavior="isolated", invert=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=700, min_frequency=2, show_progress=False, limit_alphabet=90,
+                                  special_tokens=["<unk>"])
+    tok.train_from_iterator(training_corpus(), trainer=trainer)
+    spec = json.loads(tok.to_str())
+    vocab = spec["model"]["vocab"]
+    for b in range(256):
+        if 0xF0 <= b <= 0xF4:
+            continue
+        t = f"<0x{b:02X}>"
+        if t not in vocab:
+            vocab[t] = len(vocab)
+    tok = Tokenizer.from_str(json.dumps(spec))
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in QWEN_SPECIAL])
+    return tok, {"bos_token": None, "eos_token": "<|im_end|>"}
+
+
 def corpus(special_strings):
     s = []
     s += ["", " ", "  ", "   ", "\t", "\n", "\r\n", "\n\n", " \n ", "\t \t", "a", "A", "ab", "hello", " hello", "hello ",
@@ -217,7 +240,16 @@ def corpus(special_strings):
     return out
 
 
+def special_affixes(tok):
+    """The ids TemplateProcessing puts around a sequence (from a one-token probe)."""
+    probe = tok.encode("a", add_special_tokens=False).ids
+    full = tok.encode("a", add_special_tokens=True).ids
+    at = full.index(probe[0])
+    return full[:at], full[at + len(probe):]
+
+
 def encode_all(tok, strings, name):
+    prefix, suffix = special_affixes(tok)
     res = []
     for text in strings:
         enc = tok.encode(text, add_special_tokens=False)
@@ -230,14 +262,15 @@ def encode_all(tok, strings, name):
         if skip != decoded:
             r["decoded_skip_special"] = skip
         with_special = tok.encode(text, add_special_tokens=True).ids
-        if with_special != ids:
+        if with_special != prefix + ids + suffix:  # the post-processor template, recorded once per tokenizer
             r["ids_add_special"] = with_special
         tok.encode_special_tokens = True
         plain = tok.encode(text, add_special_tokens=False).ids
         tok.encode_special_tokens = False
         if plain != ids:
             r["ids_special_not_parsed"] = plain
-        if any(ord(c) > 0x7F for c in text) and 1 < len(ids) <= 24:
+        # decodes cut inside characters (one decoder for all tokenizers: two suffice, keeping the fixture small)
+        if name in ("qwen2", "bytefallback") and any(ord(c) > 0x7F for c in text) and 1 < len(ids) <= 24:
             r["prefix_decodes"] = [tok.decode(ids[:k], skip_special_tokens=False) for k in range(1, len(ids))]
         res.append(r)
     return res
@@ -284,6 +317,7 @@ def write_all(out_dir, shared):
     toks["qwen2"] = make_qwen(QWEN2_REGEX, "qwen2")
     toks["qwen35"] = make_qwen(QWEN35_REGEX, "qwen35")
     toks["llama3"] = make_llama3()
+    toks["bytefallback"] = make_bytefallback()
     shared_dir = os.path.join(shared, "golden", "models", "tokenizer")
     toks["shared512"] = (Tokenizer.from_file(os.path.join(shared_dir, "tokenizer.json")),
                          json.load(open(os.path.join(shared_dir, "tokenizer_config.json"))))
@@ -299,6 +333,7 @@ def write_all(out_dir, shared):
                 f.write("\n")
         dump(os.path.join(out_dir, f"{name}.tokenizer_config.json"), {k: v for k, v in config.items() if k in ("bos_token", "eos_token", "pad_token")})
         cases["results"][name] = encode_all(tok, strings, name)
+        cases.setdefault("add_special", {})[name] = dict(zip(("prefix", "suffix"), special_affixes(tok)))
     dump(os.path.join(out_dir, "cases.json"), cases)
     dump(os.path.join(out_dir, "charclasses.json"), char_classes())
 

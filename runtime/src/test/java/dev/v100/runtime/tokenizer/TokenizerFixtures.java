@@ -13,12 +13,12 @@ import java.util.List;
 
 /**
  * The fixtures written by runtime/src/test/python/make_tokenizer_fixtures.py with HF tokenizers:
- * four tokenizers and the ids / decodes the library produced for a few hundred strings.
+ * five tokenizers and the ids / decodes the library produced for a few hundred strings.
  */
 final class TokenizerFixtures {
     private TokenizerFixtures() {}
 
-    static final List<String> NAMES = List.of("qwen2", "qwen35", "llama3", "shared512");
+    static final List<String> NAMES = List.of("qwen2", "qwen35", "llama3", "bytefallback", "shared512");
 
     private static final ObjectMapper JSON = new ObjectMapper();
     private static JsonNode cases;
@@ -63,6 +63,8 @@ final class TokenizerFixtures {
     static List<Case> cases(String tokenizer) {
         List<String> strings = strings();
         JsonNode results = cases().get("results").get(tokenizer);
+        int[] prefix = ints(cases().get("add_special").get(tokenizer).get("prefix"));
+        int[] suffix = ints(cases().get("add_special").get(tokenizer).get("suffix"));
         List<Case> out = new ArrayList<>();
         for (int i = 0; i < strings.size(); i++) {
             JsonNode r = results.get(i);
@@ -70,12 +72,20 @@ final class TokenizerFixtures {
             int[] ids = ints(r.get("ids"));
             String decoded = r.has("decoded") ? r.get("decoded").asText() : text;
             String skip = r.has("decoded_skip_special") ? r.get("decoded_skip_special").asText() : decoded;
-            int[] addSpecial = r.has("ids_add_special") ? ints(r.get("ids_add_special")) : ids;
+            int[] addSpecial = r.has("ids_add_special") ? ints(r.get("ids_add_special")) : concat(prefix, ids, suffix);
             int[] notParsed = r.has("ids_special_not_parsed") ? ints(r.get("ids_special_not_parsed")) : ids;
             List<String> prefixes = new ArrayList<>();
             if (r.has("prefix_decodes")) for (JsonNode p : r.get("prefix_decodes")) prefixes.add(p.asText());
             out.add(new Case(i, text, ids, decoded, skip, addSpecial, notParsed, prefixes));
         }
+        return out;
+    }
+
+    private static int[] concat(int[] a, int[] b, int[] c) {
+        int[] out = new int[a.length + b.length + c.length];
+        System.arraycopy(a, 0, out, 0, a.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        System.arraycopy(c, 0, out, a.length + b.length, c.length);
         return out;
     }
 
