@@ -162,9 +162,10 @@ def make_bytefallback():
     tok = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(QWEN2_REGEX), behavior="isolated", invert=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=700, min_frequency=2, show_progress=False, limit_alphabet=90,
-                                  special_tokens=["<unk>"])
-    tok.train_from_iterator(training_corpus(), trainer=trainer)
+    # trained on the ASCII part of the corpus only, so every other character takes the fallback path
+    # (limit_alphabet would do the same but breaks frequency ties in hash order: not reproducible)
+    trainer = trainers.BpeTrainer(vocab_size=700, min_frequency=2, show_progress=False, special_tokens=["<unk>"])
+    tok.train_from_iterator(["".join(c for c in line if ord(c) < 0x80) for line in training_corpus()], trainer=trainer)
     spec = json.loads(tok.to_str())
     vocab = spec["model"]["vocab"]
     for b in range(256):

@@ -1,6 +1,5 @@
 package dev.v100.runtime.chat;
 
-import dev.v100.runtime.chat.Py.PyCallable;
 import dev.v100.runtime.chat.Py.Tuple;
 import dev.v100.runtime.chat.Py.Undefined;
 
@@ -399,14 +398,5 @@ final class JinjaFilters {
         }
         out.add(s.substring(last));
         return out;
-    }
-
-    static boolean isFilter(String name) {
-        return NAMES.contains(name);
-    }
-
-    /** Keeps {@code PyCallable} referenced for tests that probe callables. */
-    static boolean isCallable(Object v) {
-        return v instanceof PyCallable || v instanceof Undefined;
     }
 }

@@ -15,7 +15,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * Renders a parsed template with the semantics of jinja2's ImmutableSandboxedEnvironment as
@@ -593,6 +592,4 @@ final class JinjaInterpreter {
         for (Expr a : t.args()) args.add(eval(a, f));
         return JinjaTests.test(this, t.name(), value, args, t.line());
     }
-
-    static final Set<String> FILTER_NAMES = JinjaFilters.NAMES;
 }

@@ -1,6 +1,5 @@
 package dev.v100.runtime.chat;
 
-import dev.v100.runtime.chat.Py.Namespace;
 import dev.v100.runtime.chat.Py.PyCallable;
 import dev.v100.runtime.chat.Py.Tuple;
 import dev.v100.runtime.chat.Py.Undefined;
@@ -118,9 +117,5 @@ final class JinjaTests {
     private static Object one(List<Object> args, String test) {
         if (args.isEmpty()) throw new ChatTemplateException("test '" + test + "' needs an argument");
         return args.getFirst();
-    }
-
-    static boolean isNamespace(Object v) {
-        return v instanceof Namespace;
     }
 }

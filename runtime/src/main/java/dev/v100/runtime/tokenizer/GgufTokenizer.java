@@ -158,9 +158,9 @@ public final class GgufTokenizer {
 
         OptionalInt bos = specialId(md, source, "tokenizer.ggml.bos_token_id", n);
         OptionalInt eos = specialId(md, source, "tokenizer.ggml.eos_token_id", n);
+        // validated even though unused here: a bad id means a corrupt vocabulary (llama.cpp silently keeps a default)
         for (String key : List.of("tokenizer.ggml.unknown_token_id", "tokenizer.ggml.seperator_token_id",
-                "tokenizer.ggml.padding_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id",
-                "tokenizer.ggml.mask_token_id")) {
+                "tokenizer.ggml.padding_token_id", "tokenizer.ggml.mask_token_id")) {
             specialId(md, source, key, n);
         }
         OptionalInt eot = specialId(md, source, "tokenizer.ggml.eot_token_id", n);
