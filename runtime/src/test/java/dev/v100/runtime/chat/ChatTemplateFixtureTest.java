@@ -115,6 +115,41 @@ class ChatTemplateFixtureTest {
         return s.replace("\n", "\\n");
     }
 
+    /** The conversations of cases.json rebuilt from ChatMessage records (as the server will) must render the same. */
+    @Test
+    void chatMessageRecordsRenderLikeTheirJson() throws IOException {
+        JsonNode cases = cases();
+        ChatMessage system = ChatMessage.system("You are a helpful assistant. Answer briefly.");
+        ChatMessage user = ChatMessage.user("What is the capital of France?");
+        ChatMessage user2 = ChatMessage.user("And of Germany? Reply with \"quotes\", a back\\slash and\nnewlines.");
+        Map<String, Object> args = new LinkedHashMap<>();
+        args.put("location", "Paris, France");
+        args.put("unit", "celsius");
+        ChatMessage call = new ChatMessage("assistant", "", List.of(new ChatMessage.ToolCall("call_1", "get_current_weather", args)), null, null, null);
+        ChatMessage result = ChatMessage.tool("call_1", "get_current_weather", "{\"temperature\": 22, \"unit\": \"celsius\"}");
+        ChatMessage reasoning = new ChatMessage("assistant", "Paris.", null, "The user asks about France. Its capital is Paris.", null, null);
+        Map<String, List<ChatMessage>> conversations = Map.of(
+                "tool_call_and_result", List.of(system, user, call, result),
+                "reasoning_content_history", List.of(user, reasoning, user2));
+        int compared = 0;
+        for (String template : templateNames()) {
+            JsonNode t = cases.get("templates").get(template);
+            Map<String, String> tokens = new LinkedHashMap<>();
+            t.get("special_tokens").properties().forEach(e -> tokens.put(e.getKey(), e.getValue().asText()));
+            ChatFormatter fmt = new ChatFormatter(ChatTemplate.compile(Files.readString(resource("templates/" + template + ".jinja"))), tokens)
+                    .withClock(fixtureClock(cases));
+            for (Map.Entry<String, List<ChatMessage>> c : conversations.entrySet()) {
+                JsonNode expected = t.get("results").get(c.getKey());
+                JsonNode conv = cases.get("conversations").get(c.getKey());
+                if (!expected.has("expected")) continue;
+                String actual = fmt.format(c.getValue(), maps(conv.get("tools")), conv.get("add_generation_prompt").asBoolean(), null);
+                assertEquals(expected.get("expected").asText(), actual, template + " / " + c.getKey());
+                compared++;
+            }
+        }
+        assertEquals(2 * templateNames().size(), compared);
+    }
+
     @Test
     void modelDirectoryLoadsTemplateAndSpecialTokens() throws IOException {
         Path dir = Files.createTempDirectory("chat");
