@@ -39,7 +39,7 @@ import java.util.concurrent.Future;
 public final class Converter {
     public static final String PRODUCER = "v100-convert " + Version.VERSION;
     public static final long ALIGNMENT_BYTES = 4096;
-    public static final List<ArchRecipe> RECIPES = List.of(new LlamaFamilyRecipe());
+    public static final List<ArchRecipe> RECIPES = List.of(new LlamaFamilyRecipe(), new dev.v100.converter.recipe.Qwen35Recipe());
 
     /**
      * @param threads   copy threads (default: all cores)
@@ -108,7 +108,8 @@ public final class Converter {
             consumed.addAll(recipe.sourceNames(spec, ckpt, cfg));
             StoragePolicy.Decision d = policy.decide(spec, data.get());
             produced.put(spec, d);
-            if (d.note() != null) note(o, notes, spec.name() + ": " + d.note());
+            String why = d.note() != null ? d.note() : data.get().conversionNote();   // a layout fix's own note (e.g. dequantized to permute)
+            if (why != null) note(o, notes, spec.name() + ": " + why);
         }
         Map<String, String> skipped = recipe.skippedSourceTensors(ckpt);
         skipped.forEach((name, why) -> note(o, notes, "skipped " + name + ": " + why));
