@@ -35,27 +35,27 @@ public final class ValueHeadOrder {
      * every type (whole rows move).
      */
     public static TensorData regroupRows(TensorData tiled, long firstRow, long numKeyHeads, long numValueHeads, long rowsPerHead) {
-        checkRows(tiled, firstRow, numValueHeads, rowsPerHead);
+        checkRows(tiled, firstRow, numKeyHeads, numValueHeads, rowsPerHead);
         return new RowMappedTensor(tiled, r -> headRow(r, firstRow, rowsPerHead, numValueHeads,
                 h -> tiledOfGrouped(h, numKeyHeads, numValueHeads)));
     }
 
     /** The inverse of {@link #regroupRows}: grouped rows -> llama.cpp's tiled order. */
     public static TensorData tileRows(TensorData grouped, long firstRow, long numKeyHeads, long numValueHeads, long rowsPerHead) {
-        checkRows(grouped, firstRow, numValueHeads, rowsPerHead);
+        checkRows(grouped, firstRow, numKeyHeads, numValueHeads, rowsPerHead);
         return new RowMappedTensor(grouped, r -> headRow(r, firstRow, rowsPerHead, numValueHeads,
                 p -> groupedOfTiled(p, numKeyHeads, numValueHeads)));
     }
 
     /** A per-value-head vector [Hv] (A_log / ssm_a, dt bias) in tiled order -> grouped (1-element types only). */
     public static TensorData regroupElements(TensorData tiled, long numKeyHeads, long numValueHeads) {
-        checkVector(tiled, numValueHeads);
+        checkVector(tiled, numKeyHeads, numValueHeads);
         return new ColumnMappedTensor(tiled, h -> tiledOfGrouped(h, numKeyHeads, numValueHeads));
     }
 
     /** The inverse of {@link #regroupElements}. */
     public static TensorData tileElements(TensorData grouped, long numKeyHeads, long numValueHeads) {
-        checkVector(grouped, numValueHeads);
+        checkVector(grouped, numKeyHeads, numValueHeads);
         return new ColumnMappedTensor(grouped, p -> groupedOfTiled(p, numKeyHeads, numValueHeads));
     }
 
@@ -65,14 +65,14 @@ public final class ValueHeadOrder {
      * ({@link ColumnPermute}).
      */
     public static TensorData regroupColumns(TensorData tiled, long numKeyHeads, long numValueHeads, long colsPerHead) {
-        checkCols(tiled, numValueHeads, colsPerHead);
+        checkCols(tiled, numKeyHeads, numValueHeads, colsPerHead);
         return ColumnPermute.permute(tiled, c -> headRow(c, 0, colsPerHead, numValueHeads,
                 h -> tiledOfGrouped(h, numKeyHeads, numValueHeads)), "value heads of " + colsPerHead + " columns");
     }
 
     /** The inverse of {@link #regroupColumns}. */
     public static TensorData tileColumns(TensorData grouped, long numKeyHeads, long numValueHeads, long colsPerHead) {
-        checkCols(grouped, numValueHeads, colsPerHead);
+        checkCols(grouped, numKeyHeads, numValueHeads, colsPerHead);
         return ColumnPermute.permute(grouped, c -> headRow(c, 0, colsPerHead, numValueHeads,
                 p -> groupedOfTiled(p, numKeyHeads, numValueHeads)), "value heads of " + colsPerHead + " columns");
     }
@@ -91,7 +91,8 @@ public final class ValueHeadOrder {
         return numValueHeads / numKeyHeads;
     }
 
-    private static void checkRows(TensorData t, long firstRow, long numValueHeads, long rowsPerHead) {
+    private static void checkRows(TensorData t, long firstRow, long numKeyHeads, long numValueHeads, long rowsPerHead) {
+        rho(numKeyHeads, numValueHeads);
         long rows = t.shape()[0];
         if (firstRow < 0 || firstRow + numValueHeads * rowsPerHead > rows) {
             throw new IllegalArgumentException(t.describe() + ": rows [" + firstRow + ", " + (firstRow + numValueHeads * rowsPerHead)
@@ -99,13 +100,15 @@ public final class ValueHeadOrder {
         }
     }
 
-    private static void checkVector(TensorData t, long numValueHeads) {
+    private static void checkVector(TensorData t, long numKeyHeads, long numValueHeads) {
+        rho(numKeyHeads, numValueHeads);
         if (t.shape().length != 1 || t.cols() != numValueHeads) {
             throw new IllegalArgumentException(t.describe() + " is not a vector of " + numValueHeads + " value heads");
         }
     }
 
-    private static void checkCols(TensorData t, long numValueHeads, long colsPerHead) {
+    private static void checkCols(TensorData t, long numKeyHeads, long numValueHeads, long colsPerHead) {
+        rho(numKeyHeads, numValueHeads);
         if (t.cols() != numValueHeads * colsPerHead) {
             throw new IllegalArgumentException(t.describe() + ": " + t.cols() + " input columns, expected " + numValueHeads
                     + " value heads x " + colsPerHead);
