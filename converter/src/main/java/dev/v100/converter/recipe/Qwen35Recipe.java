@@ -163,10 +163,20 @@ public final class Qwen35Recipe implements ArchRecipe {
         SourceTensor embd = ckpt.find("token_embd.weight").orElseThrow(() -> new ModelFormatException(where + ": no token_embd.weight tensor"));
         int mtp = nextn > 0 && ckpt.find("blk." + layers + ".nextn.eh_proj.weight").isPresent() ? nextn : 0;
         return new ModelConfig(arch, Math.toIntExact(embd.shape()[0]), hidden, layers, moe ? 0 : md.getInt(p + "feed_forward_length"),
-                heads, kvHeads, headDim, md.getDouble(p + "attention.layer_norm_rms_epsilon"),
+                heads, kvHeads, headDim, decimal(md, p + "attention.layer_norm_rms_epsilon"),
                 md.findLong(p + "context_length").map(Long::intValue).orElse(4096), ckpt.find("output.weight").isEmpty(),
-                new ModelConfig.Rope(md.findDouble(p + "rope.freq_base").orElse(10000.0), rotary, "neox", null, false),
+                new ModelConfig.Rope(md.contains(p + "rope.freq_base") ? decimal(md, p + "rope.freq_base") : 10000.0, rotary, "neox", null, false),
                 false, true, true, 0.0, types, 1.0, 1.0, null, 1.0, gdn, moeCfg, mtp);
+    }
+
+    /**
+     * A float key at the decimal it was written from: llama.cpp stores rms_norm_eps 1e-6 as FLOAT32
+     * (9.99999997e-7), so a FLOAT32 is taken at its shortest decimal and HF and GGUF sources of one
+     * model give one config.
+     */
+    private static double decimal(GgufMetadata md, String key) {
+        GgufValue v = md.require(key);
+        return v.type() == GgufValueType.FLOAT32 ? Double.parseDouble(Float.toString((Float) v.value())) : md.getDouble(key);
     }
 
     /** attention.recurrent_layers when written, else llama.cpp's full_attention_interval rule. */
