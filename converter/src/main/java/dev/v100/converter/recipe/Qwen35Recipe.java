@@ -427,6 +427,7 @@ public final class Qwen35Recipe implements ArchRecipe {
                 if (suffix == null) throw new IllegalStateException("no HF rule for " + n.role());
                 if (!suffix.contains("{j}")) return Source.plain(p + suffix);
                 String fused = n.role().equals("ffn_down_exps.weight") ? "mlp.experts.down_proj" : "mlp.experts.gate_up_proj";
+                if (ckpt.find(p + fused).isEmpty() && ckpt.find(p + fused + ".weight").isPresent()) fused += ".weight";   // both spellings exist
                 if (ckpt.find(p + fused).isPresent()) {
                     return switch (n.role()) {
                         case "ffn_gate_exps.weight" -> new Source(List.of(p + fused), Source.Kind.GATE_OF_FUSED);

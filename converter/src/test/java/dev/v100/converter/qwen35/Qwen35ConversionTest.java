@@ -164,6 +164,24 @@ class Qwen35ConversionTest {
         assertFalse(Files.exists(tmp.resolve("x")));
     }
 
+    @Test
+    void tp8WhereHeadsAllowIt() throws IOException {
+        // 8 key / 16 value GDN heads of 32, 8 attention heads over 2 KV heads (4 ranks share one), Q8_0 rows of 32
+        Path src = SyntheticGguf.dense(8, 16, 16, 32, 8, 2, 32, 32, 256, GgmlType.Q8_0, 5).write(tmp.resolve("tp8.gguf"));
+        try (Converted c = convert(src, 8, 1); Oracles.Gguf gguf = new Oracles.Gguf(src)) {
+            ModelConfig cfg = c.config();
+            for (String name : names(c.bundle())) {
+                Oracles.Stored s = Oracles.stored(c.bundle(), name);
+                Oracles.assertClose("tp 8 " + name, gguf.expected(name, cfg), s.values(), name.endsWith("ssm_a_log") ? A_LOG_TOLERANCE : 0);
+                if (name.endsWith("ssm_out.weight")) assertEquals(GgmlType.Q8_0, s.type(), name);
+            }
+            for (BundleManifest.Rank r : c.bundle().manifest().ranks()) {
+                BundleManifest.Slice k = c.bundle().tensorsOf(r.rank()).get("blk.3.attn_k.weight").slice();
+                assertEquals(List.of(new BundleManifest.Range(r.tpRank() / 4 * 32, 32)), k.ranges(), "rank " + r.rank() + " holds KV head r/4");
+            }
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"dense", "moe"})
     void hfAndGgufSourcesGiveTheSameBundle(String kind) {
