@@ -5,6 +5,7 @@ import dev.v100.converter.plan.StoragePolicy;
 import dev.v100.converter.plan.TensorSpec;
 import dev.v100.converter.recipe.ArchRecipe;
 import dev.v100.converter.recipe.LlamaFamilyRecipe;
+import dev.v100.converter.recipe.Qwen35Recipe;
 import dev.v100.converter.source.Checkpoint;
 import dev.v100.converter.source.Checkpoints;
 import dev.v100.converter.source.SourceTensor;
@@ -42,7 +43,7 @@ public final class Converter {
     public static final long ALIGNMENT_BYTES = 4096;
     /** Source bytes an archive conversion may hold in memory while tasks catch up. */
     static final long STREAM_BUDGET_BYTES = 1L << 30;
-    public static final List<ArchRecipe> RECIPES = List.of(new LlamaFamilyRecipe());
+    public static final List<ArchRecipe> RECIPES = List.of(new LlamaFamilyRecipe(), new Qwen35Recipe());
 
     /**
      * @param threads   copy threads (default: all cores)
@@ -91,7 +92,7 @@ public final class Converter {
         for (ArchRecipe r : RECIPES) if (r.accepts(ckpt)) return r;
         String what = ckpt.ggufMetadata().flatMap(m -> m.findString("general.architecture")).map(a -> "GGUF architecture '" + a + "'")
                 .orElse("this checkpoint's architecture");
-        throw new ModelFormatException(ckpt.location() + ": " + what + " is not supported (supported: llama, qwen2, qwen3, granite)");
+        throw new ModelFormatException(ckpt.location() + ": " + what + " is not supported (supported: llama, qwen2, qwen3, granite, qwen35, qwen35moe)");
     }
 
     public Report convert(Checkpoint ckpt, Path out, Options o) {
@@ -114,7 +115,8 @@ public final class Converter {
             consumed.addAll(sources);
             StoragePolicy.Decision d = policy.decide(spec, data.get());
             produced.put(spec, d);
-            if (d.note() != null) note(o, notes, spec.name() + ": " + d.note());
+            String why = d.note() != null ? d.note() : data.get().conversionNote();   // a layout fix's own note (e.g. dequantized to permute)
+            if (why != null) note(o, notes, spec.name() + ": " + why);
         }
         Map<String, String> skipped = recipe.skippedSourceTensors(ckpt);
         skipped.forEach((name, why) -> note(o, notes, "skipped " + name + ": " + why));
