@@ -119,7 +119,10 @@ public final class Converter {
             if (why != null) note(o, notes, spec.name() + ": " + why);
         }
         Map<String, String> skipped = recipe.skippedSourceTensors(ckpt);
-        skipped.forEach((name, why) -> note(o, notes, "skipped " + name + ": " + why));
+        Map<String, List<String>> byReason = new TreeMap<>();
+        skipped.forEach((name, why) -> byReason.computeIfAbsent(why, k -> new ArrayList<>()).add(name));
+        byReason.forEach((why, names) -> note(o, notes, "skipped " + names.size() + " tensor" + (names.size() == 1 ? "" : "s")
+                + " (" + why + "): " + String.join(", ", names.subList(0, Math.min(3, names.size()))) + (names.size() > 3 ? ", ..." : "")));
         List<String> leftover = new ArrayList<>();
         for (SourceTensor t : ckpt.tensors()) {
             if (!consumed.contains(t.name()) && !skipped.containsKey(t.name())) leftover.add(t.name());
