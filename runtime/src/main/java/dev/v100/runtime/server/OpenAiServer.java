@@ -150,7 +150,7 @@ public final class OpenAiServer implements AutoCloseable {
     // ---------------------------------------------------------------- routing
 
     private void handle(HttpExchange ex) {
-        try (ex) {
+        try {
             String path = ex.getRequestURI().getPath();
             String method = ex.getRequestMethod();
             if (path.startsWith("/v1/") && !isPublic(path)) {
@@ -190,6 +190,8 @@ public final class OpenAiServer implements AutoCloseable {
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.ERROR, "unexpected failure on " + ex.getRequestURI(), e);
             trySendError(ex, ApiException.internal("internal server error: " + e));
+        } finally {
+            ex.close();                                   // not try-with-resources: the catches still write
         }
     }
 
