@@ -20,6 +20,7 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.ExecutorService;
@@ -382,8 +383,12 @@ public final class OpenAiServer implements AutoCloseable {
     private void respondWhole(HttpExchange ex, ParsedRequest p, GenerationJob job, ResponseShapes shapes)
             throws IOException, InterruptedException {
         OutputStream committed = null;
+        long intervalNanos = options.pingInterval().toNanos();
+        long nextProbe = System.nanoTime() + intervalNanos;
         while (true) {
-            GenerationJob.Event e = job.poll(options.pingInterval());
+            // deltas keep arriving during decode, so the probe runs on a clock, not on idleness
+            long wait = nextProbe - System.nanoTime();
+            GenerationJob.Event e = wait > 0 ? job.poll(Duration.ofNanos(wait)) : null;
             if (e == null) {
                 if (committed == null) {
                     ex.getResponseHeaders().set("Content-Type", JSON_TYPE);
@@ -392,6 +397,7 @@ public final class OpenAiServer implements AutoCloseable {
                 }
                 committed.write(' ');
                 committed.flush();
+                nextProbe = System.nanoTime() + intervalNanos;
                 continue;
             }
             switch (e) {

@@ -22,6 +22,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 /**
@@ -82,7 +83,7 @@ final class ScriptedEngine implements Engine {
 
     /** One generate call as the engine saw it. */
     record Call(String prompt, GenerationRequest request, CountDownLatch started,
-                CompletableFuture<GenerationResult> outcome, AtomicBoolean cancelledInPrefill) {}
+                CompletableFuture<GenerationResult> outcome, AtomicBoolean cancelledInPrefill, AtomicInteger steps) {}
 
     static final List<String> DEFAULT_REPLY = List.of("Hello", ",", " world", "!");
 
@@ -198,7 +199,8 @@ final class ScriptedEngine implements Engine {
         }
         String promptText = detokenize(prompt);
         Script s = scripts.apply(promptText);
-        Call call = new Call(promptText, request, new CountDownLatch(1), new CompletableFuture<>(), new AtomicBoolean());
+        Call call = new Call(promptText, request, new CountDownLatch(1), new CompletableFuture<>(), new AtomicBoolean(),
+                new AtomicInteger());
         calls.add(call);
         startedCalls.add(call);
         call.started.countDown();
@@ -256,6 +258,7 @@ final class ScriptedEngine implements Engine {
             int id = PIECE_TOKEN + next;
             out.append(s.pieces().get(next++));
             tokens.add(id);
+            call.steps().incrementAndGet();
             int stopAt = earliestStop(out, request.stopStrings());
             int safe = stopAt >= 0 ? stopAt : out.length() - heldForStops(out, request.stopStrings());
             String delta = out.substring(emitted, Math.max(emitted, safe));
