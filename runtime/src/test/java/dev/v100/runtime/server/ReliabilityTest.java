@@ -156,7 +156,8 @@ class ReliabilityTest {
             release.countDown();
             assertEquals(200, blocker.get(HANG_GUARD.toSeconds(), TimeUnit.SECONDS).statusCode());
         }
-        HttpResponse<String> b = http.post(CHAT, chat("next", ""));
+        // bounded here, not by the client timeout, which ends once a probe has sent the status line
+        HttpResponse<String> b = http.postAsync(CHAT, chat("next", "")).get(HANG_GUARD.toSeconds(), TimeUnit.SECONDS);
         assertEquals("B ok", json(b).get("choices").get(0).get("message").get("content").textValue());
 
         List<String> prompts = engine.calls.stream().map(ScriptedEngine.Call::prompt).toList();
