@@ -9,12 +9,14 @@ import dev.v100.converter.source.Checkpoint;
 import dev.v100.converter.source.Checkpoints;
 import dev.v100.converter.source.SourceTensor;
 import dev.v100.converter.tensor.ConvertedTensor;
+import dev.v100.converter.tensor.LayoutTensor;
 import dev.v100.converter.tensor.SliceCopier;
 import dev.v100.formats.ModelFormatException;
 import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.formats.bundle.BundleWriter;
 import dev.v100.formats.bundle.Checksums;
 import dev.v100.formats.bundle.ModelConfig;
+import dev.v100.formats.w4a16.W4A16Layout;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -107,6 +109,7 @@ public final class Converter {
             if (data.isEmpty()) continue;
             consumed.addAll(recipe.sourceNames(spec, ckpt, cfg));
             StoragePolicy.Decision d = policy.decide(spec, data.get());
+            checkStaysPacked(ckpt, recipe, cfg, spec, d);
             produced.put(spec, d);
             if (d.note() != null) note(o, notes, spec.name() + ": " + d.note());
         }
@@ -134,7 +137,7 @@ public final class Converter {
                     TensorSpec spec = e.getKey();
                     if (!onStage(spec, st, stages.size())) continue;
                     var data = e.getValue().data();
-                    BundleManifest.Slice slice = ShardPlanner.slice(spec, data.type(), o.tp(), tpRank);
+                    BundleManifest.Slice slice = ShardPlanner.slice(spec, data, o.tp(), tpRank);
                     long bytes = SliceCopier.storedBytes(data, slice);
                     off = align(off);
                     list.add(new Planned(spec, e.getValue(), slice, ShardPlanner.storedShape(spec.shape(), slice), off, bytes));
@@ -162,6 +165,17 @@ public final class Converter {
             }
         }
         return new Report(out, cfg, total, (System.nanoTime() - t0) / 1e9, notes, clamped);
+    }
+
+    /** A recipe that wraps a packed (W4A16) source in a float view would store it dequantized: refuse. */
+    private static void checkStaysPacked(Checkpoint ckpt, ArchRecipe recipe, ModelConfig cfg, TensorSpec spec, StoragePolicy.Decision d) {
+        if (d.data() instanceof LayoutTensor) return;
+        for (String src : recipe.sourceNames(spec, ckpt, cfg)) {
+            if (ckpt.find(src).map(t -> W4A16Layout.DTYPE.equals(t.dtype())).orElse(false)) {
+                throw new ModelFormatException(ckpt.location() + ": " + spec.name() + " is built from the packed " + W4A16Layout.DTYPE + " tensor " + src
+                        + " through a view that would store it dequantized as " + d.data().type() + "; the recipe must use W4A16Tensor's packed views");
+            }
+        }
     }
 
     private static void note(Options o, List<String> notes, String line) {
@@ -243,10 +257,11 @@ public final class Converter {
             List<BundleManifest.Tensor> ts = new ArrayList<>();
             for (int j = 0; j < rp.tensors().size(); j++) {
                 Planned p = rp.tensors().get(j);
-                String dtype = p.decision().data().type().name();
+                LayoutTensor layout = p.decision().data() instanceof LayoutTensor l ? l : null;
+                String dtype = layout != null ? layout.layout() : p.decision().data().type().name();
                 if (rp.tpRank() == 0) typeCounts.merge(dtype, 1, Integer::sum);
                 ts.add(new BundleManifest.Tensor(p.spec().name(), p.spec().layer(), dtype, p.spec().shape(), p.slice(),
-                        p.storedShape(), null, p.offset(), p.bytes(), crcs.get(i)[j]));
+                        p.storedShape(), layout != null ? layout.quant(p.slice()) : null, p.offset(), p.bytes(), crcs.get(i)[j]));
             }
             out.add(new BundleManifest.Rank(rp.rank(), rp.tpRank(), rp.stage(), rp.file(), rp.fileBytes(), ts));
         }

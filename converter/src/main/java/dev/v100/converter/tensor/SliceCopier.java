@@ -17,6 +17,7 @@ public final class SliceCopier {
 
     /** Bytes the stored slice takes. */
     public static long storedBytes(TensorData t, BundleManifest.Slice slice) {
+        if (t instanceof LayoutTensor layout) return layout.storedBytes(slice);
         long[] shape = t.shape();
         if (slice == null) return t.byteSize();
         long len = slice.ranges().stream().mapToLong(BundleManifest.Range::length).sum();
@@ -33,6 +34,7 @@ public final class SliceCopier {
      * @return bytes written
      */
     public static long copy(TensorData t, BundleManifest.Slice slice, MemorySegment dst, long offsetBytes, LongConsumer progress) {
+        if (t instanceof LayoutTensor layout) return layout.copySlice(slice, dst, offsetBytes, progress);
         long[] shape = t.shape();
         long rowBytes = t.rowBytes();
         long pos = offsetBytes;
