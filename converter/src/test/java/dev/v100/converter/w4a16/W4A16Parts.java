@@ -73,7 +73,7 @@ final class W4A16Parts {
                     for (BundleManifest.Range rg : s.ranges()) {
                         long row0 = (o * shape[s.dim()] + rg.start()) * inner;
                         long n = rg.length() * inner;
-                        place(full, covered, v, src, row0, n, k, 0, k, k);
+                        place(full, covered, v, src * k, row0, n, k, 0, k, k);
                         src += n;
                     }
                 }
