@@ -260,28 +260,27 @@ public final class W4A16Tensor implements LayoutTensor {
     public long copySlice(BundleManifest.Slice slice, MemorySegment dst, long offsetBytes, LongConsumer progress) {
         Part p = part(slice);
         W4A16Layout.Geometry geo = p.geometry();
-        int k = Math.toIntExact(source.cols()), runs = k / RUN, groups = Math.toIntExact(geo.groups());
+        int k = Math.toIntExact(source.cols()), runs = k / RUN;
         int chunk = chunkRows();
         byte[] codes = new byte[chunk * k];
         short[] s32 = new short[chunk * runs];
         byte[] z32 = new byte[chunk * runs];
-        short[] scales = new short[Math.toIntExact(p.rows() * groups)];
-        byte[] zeros = new byte[scales.length];
         long outRow = 0;
         for (long[] run : p.rowRuns()) {
             for (long r0 = run[0]; r0 < run[0] + run[1]; r0 += chunk) {
                 int n = (int) Math.min(chunk, run[0] + run[1] - r0);
                 source.read(r0, n, codes, s32, z32);
                 for (int i = 0; i < n; i++) {
-                    long pos = offsetBytes + (outRow + i) * geo.rowBytes();
-                    int out = Math.toIntExact((outRow + i) * groups);
+                    long row = outRow + i;
+                    long pos = offsetBytes + row * geo.rowBytes();
+                    long group = 0;
                     for (BundleManifest.Range rg : p.colRanges()) {
                         int c0 = Math.toIntExact(rg.start()), len = Math.toIntExact(rg.length());
                         W4A16Layout.packCodes(codes, i * k + c0, len, dst, pos);
                         pos += len / 2;
-                        for (int c = c0; c < c0 + len; c += p.groupSize(), out++) {
-                            scales[out] = s32[i * runs + c / RUN];
-                            zeros[out] = z32[i * runs + c / RUN];
+                        // each stored group takes the pair of its first 32-column run
+                        for (int c = c0; c < c0 + len; c += p.groupSize(), group++) {
+                            W4A16Layout.putGroup(geo, dst, offsetBytes, row, group, s32[i * runs + c / RUN], z32[i * runs + c / RUN]);
                         }
                     }
                 }
@@ -289,7 +288,7 @@ public final class W4A16Tensor implements LayoutTensor {
                 progress.accept(n * geo.rowBytes());
             }
         }
-        W4A16Layout.putScalesAndZeros(geo, scales, zeros, dst, offsetBytes);
+        W4A16Layout.clearPadding(geo, dst, offsetBytes);
         progress.accept(geo.totalBytes() - geo.weightBytes());
         return geo.totalBytes();
     }

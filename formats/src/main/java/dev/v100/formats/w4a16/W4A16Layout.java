@@ -96,10 +96,20 @@ public final class W4A16Layout {
     public static void putScalesAndZeros(Geometry g, short[] scaleBits, byte[] zeros, MemorySegment dst, long offsetBytes) {
         long n = g.rows() * g.groups();
         if (scaleBits.length != n || zeros.length != n) throw new IllegalArgumentException(scaleBits.length + " scales, " + zeros.length + " zeros for " + g);
-        long s = offsetBytes + g.scalesOffset();
-        for (int i = 0; i < n; i++) dst.set(F16, s + 2L * i, scaleBits[i]);
-        dst.asSlice(s + 2 * n, g.zerosOffset() - g.scalesOffset() - 2 * n).fill((byte) 0);
-        MemorySegment.copy(zeros, 0, dst, ValueLayout.JAVA_BYTE, offsetBytes + g.zerosOffset(), zeros.length);
+        for (int i = 0; i < n; i++) putGroup(g, dst, offsetBytes, i / g.groups(), i % g.groups(), scaleBits[i], zeros[i]);
+        clearPadding(g, dst, offsetBytes);
+    }
+
+    /** Writes the (scale, zero) pair of (row, group) of a part at dst[offsetBytes..]. */
+    public static void putGroup(Geometry g, MemorySegment dst, long offsetBytes, long row, long group, short scaleBits, byte zero) {
+        dst.set(F16, offsetBytes + g.scalesOffset() + 2 * (row * g.groups() + group), scaleBits);
+        dst.set(ValueLayout.JAVA_BYTE, offsetBytes + g.zerosOffset() + row * g.groups() + group, zero);
+    }
+
+    /** Zeroes the alignment padding after the scales and after the zeros of a part. */
+    public static void clearPadding(Geometry g, MemorySegment dst, long offsetBytes) {
+        long n = g.rows() * g.groups();
+        dst.asSlice(offsetBytes + g.scalesOffset() + 2 * n, g.zerosOffset() - g.scalesOffset() - 2 * n).fill((byte) 0);
         dst.asSlice(offsetBytes + g.zerosOffset() + n, g.totalBytes() - g.zerosOffset() - n).fill((byte) 0);
     }
 
