@@ -34,7 +34,12 @@ import static org.junit.jupiter.api.Assertions.*;
  */
 class W4A16TensorTest {
     static IntQuantMatrix matrix(Random rnd, int n, int k, int group, GroupOrder order) {
-        return QuantMatrices.random(rnd, 4, n, k, group, false, order, 0, 16);
+        return matrix(rnd, n, k, group, order, false);
+    }
+
+    /** Asymmetric zeros span 0..16 (16: GPTQ v1's zero 0); symmetric ones are all 8. */
+    static IntQuantMatrix matrix(Random rnd, int n, int k, int group, GroupOrder order, boolean symmetric) {
+        return QuantMatrices.random(rnd, 4, n, k, group, symmetric, order, 0, 16);
     }
 
     static W4A16Tensor tensor(String name, IntQuantMatrix m) {
@@ -76,8 +81,9 @@ class W4A16TensorTest {
 
     @Property(tries = 150)
     void everyRuleReassemblesExactly(@ForAll("cases") Case c) {
-        IntQuantMatrix m = matrix(new Random(c.seed()), c.n(), c.k(), c.group(), c.order());
-        W4A16Tensor t = tensor("blk.0.ffn_down.weight", m);
+        boolean symmetric = (c.seed() & 1) == 0;
+        IntQuantMatrix m = matrix(new Random(c.seed()), c.n(), c.k(), c.group(), c.order(), symmetric);
+        W4A16Tensor t = W4A16Tensor.of("blk.0.ffn_down.weight", ResolvedLinear.of("blk.0.ffn_down.weight", m, symmetric));
         ShardRule rule = switch (c.ruleKind()) {
             case 0 -> new ShardRule.Split(0, 1);                              // column-parallel
             case 1 -> new ShardRule.Split(1, 1);                              // row-parallel: cuts K
