@@ -193,19 +193,23 @@ public final class W4A16Tensor implements LayoutTensor {
 
     @Override public String layout() { return W4A16Layout.DTYPE; }
 
+    /** How a slice cuts this tensor: a storable part, or the reason it cannot be stored. */
+    private sealed interface Cut permits Part, Refused {}
+
+    private record Refused(String message) implements Cut {}
+
     /**
      * What one rank stores: runs of whole rows, and the K ranges of each row.
      *
      * @param rowRuns {start, count} of global rows, in stored order
      */
-    private record Part(List<long[]> rowRuns, long rows, List<BundleManifest.Range> colRanges, long cols, int groupSize) {
+    private record Part(List<long[]> rowRuns, long rows, List<BundleManifest.Range> colRanges, long cols, int groupSize) implements Cut {
         W4A16Layout.Geometry geometry() {
             return new W4A16Layout.Geometry(rows, cols, groupSize);
         }
     }
 
-    /** The part for a slice, or the reason it cannot be stored. */
-    private Object partOrProblem(BundleManifest.Slice slice, String tensorName, int tp) {
+    private Cut cut(BundleManifest.Slice slice, String tensorName, int tp) {
         long k = source.cols();
         int last = shape.length - 1;
         if (slice == null) return new Part(List.<long[]>of(new long[] {0, source.rows()}), source.rows(), List.of(new BundleManifest.Range(0, k)), k, maxGroupSize());
@@ -227,21 +231,22 @@ public final class W4A16Tensor implements LayoutTensor {
             }
         }
         BundleManifest.Range bad = slice.ranges().stream().filter(r -> r.start() % RUN != 0 || r.length() % RUN != 0).findFirst().orElseThrow();
-        return tensorName + ": cutting axis " + last + " (size " + k + ") for tp " + tp + " gives input columns [" + bad.start() + ", "
+        return new Refused(tensorName + ": cutting axis " + last + " (size " + k + ") for tp " + tp + " gives input columns [" + bad.start() + ", "
                 + (bad.start() + bad.length()) + "), which splits " + W4A16Layout.DTYPE + " groups: this tensor's groups are " + maxGroupSize()
                 + " columns and a cut may move only whole groups of " + W4A16Layout.MIN_GROUP_SIZE + " or more; use a tp that keeps per-rank input"
-                + " columns a multiple of " + W4A16Layout.MIN_GROUP_SIZE;
+                + " columns a multiple of " + W4A16Layout.MIN_GROUP_SIZE);
     }
 
     private Part part(BundleManifest.Slice slice) {
-        Object p = partOrProblem(slice, name, 0);
-        if (p instanceof String problem) throw new IllegalStateException(problem);
-        return (Part) p;
+        return switch (cut(slice, name, 0)) {
+            case Part p -> p;
+            case Refused r -> throw new IllegalStateException(r.message());
+        };
     }
 
     @Override
     public Optional<String> cutProblem(String tensorName, BundleManifest.Slice slice, int tp) {
-        return partOrProblem(slice, tensorName, tp) instanceof String s ? Optional.of(s) : Optional.empty();
+        return cut(slice, tensorName, tp) instanceof Refused r ? Optional.of(r.message()) : Optional.empty();
     }
 
     @Override
