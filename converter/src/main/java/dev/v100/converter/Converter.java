@@ -11,6 +11,7 @@ import dev.v100.converter.source.Checkpoints;
 import dev.v100.converter.source.SourceTensor;
 import dev.v100.converter.source.StreamingCheckpoint;
 import dev.v100.converter.tensor.ConvertedTensor;
+import dev.v100.converter.tensor.LayoutTensor;
 import dev.v100.converter.tensor.SliceCopier;
 import dev.v100.converter.tensor.SliceOutput;
 import dev.v100.formats.ModelFormatException;
@@ -18,6 +19,7 @@ import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.formats.bundle.BundleWriter;
 import dev.v100.formats.bundle.Checksums;
 import dev.v100.formats.bundle.ModelConfig;
+import dev.v100.formats.w4a16.W4A16Layout;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -114,6 +116,7 @@ public final class Converter {
             sourcesOf.put(spec, sources);
             consumed.addAll(sources);
             StoragePolicy.Decision d = policy.decide(spec, data.get());
+            checkStaysPacked(ckpt, recipe, cfg, spec, d);
             produced.put(spec, d);
             String why = d.note() != null ? d.note() : data.get().conversionNote();   // a layout fix's own note (e.g. dequantized to permute)
             if (why != null) note(o, notes, spec.name() + ": " + why);
@@ -145,7 +148,7 @@ public final class Converter {
                     TensorSpec spec = e.getKey();
                     if (!onStage(spec, st, stages.size())) continue;
                     var data = e.getValue().data();
-                    BundleManifest.Slice slice = ShardPlanner.slice(spec, data.type(), o.tp(), tpRank);
+                    BundleManifest.Slice slice = ShardPlanner.slice(spec, data, o.tp(), tpRank);
                     long bytes = SliceCopier.storedBytes(data, slice);
                     off = align(off);
                     list.add(new Planned(spec, e.getValue(), sourcesOf.get(spec), slice, ShardPlanner.storedShape(spec.shape(), slice), off, bytes));
@@ -173,6 +176,17 @@ public final class Converter {
             }
         }
         return new Report(out, cfg, total, (System.nanoTime() - t0) / 1e9, notes, clamped);
+    }
+
+    /** A recipe that wraps a packed (W4A16) source in a float view would store it dequantized: refuse. */
+    private static void checkStaysPacked(Checkpoint ckpt, ArchRecipe recipe, ModelConfig cfg, TensorSpec spec, StoragePolicy.Decision d) {
+        if (d.data() instanceof LayoutTensor) return;
+        for (String src : recipe.sourceNames(spec, ckpt, cfg)) {
+            if (ckpt.find(src).map(t -> W4A16Layout.DTYPE.equals(t.dtype())).orElse(false)) {
+                throw new ModelFormatException(ckpt.location() + ": " + spec.name() + " is built from the packed " + W4A16Layout.DTYPE + " tensor " + src
+                        + " through a view that would store it dequantized as " + d.data().type() + "; the recipe must use W4A16Tensor's packed views");
+            }
+        }
     }
 
     private static void note(Options o, List<String> notes, String line) {
@@ -349,10 +363,11 @@ public final class Converter {
             List<BundleManifest.Tensor> ts = new ArrayList<>();
             for (int j = 0; j < rp.tensors().size(); j++) {
                 Planned p = rp.tensors().get(j);
-                String dtype = p.decision().data().type().name();
+                LayoutTensor layout = p.decision().data() instanceof LayoutTensor l ? l : null;
+                String dtype = layout != null ? layout.layout() : p.decision().data().type().name();
                 if (rp.tpRank() == 0) typeCounts.merge(dtype, 1, Integer::sum);
                 ts.add(new BundleManifest.Tensor(p.spec().name(), p.spec().layer(), dtype, p.spec().shape(), p.slice(),
-                        p.storedShape(), null, p.offset(), p.bytes(), crcs.get(i)[j]));
+                        p.storedShape(), layout != null ? layout.quant(p.slice()) : null, p.offset(), p.bytes(), crcs.get(i)[j]));
             }
             out.add(new BundleManifest.Rank(rp.rank(), rp.tpRank(), rp.stage(), rp.file(), rp.fileBytes(), ts));
         }
