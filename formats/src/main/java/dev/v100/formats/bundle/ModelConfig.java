@@ -56,11 +56,14 @@ public record ModelConfig(
      * i + rotaryDim/2 form a pair). llama.cpp's interleaved q/k rows of llama-arch GGUFs are permuted
      * back by the converter.
      *
-     * @param rotaryDim number of leading head dims rotated (partial rotary when < headDim)
-     * @param scaling   null, or llama3 / linear scaling of the inverse frequencies
+     * @param rotaryDim   number of leading head dims rotated (partial rotary when < headDim)
+     * @param scaling     null, or how the source described its scaling (informational for llama3,
+     *                    whose effect is baked into rope_freqs; "linear" divides positions by factor)
+     * @param freqFactors true when the bundle holds {@code rope_freqs.weight} (F32 [rotaryDim/2]):
+     *                    inv_freq[i] = theta^(-2i/rotaryDim) / rope_freqs[i] (llama3 scaling, as llama.cpp)
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    public record Rope(double theta, int rotaryDim, String style, RopeScaling scaling) {}
+    public record Rope(double theta, int rotaryDim, String style, RopeScaling scaling, boolean freqFactors) {}
 
     /** llama3: factor, lowFreqFactor, highFreqFactor, originalMaxPositionEmbeddings; linear: factor. */
     @JsonInclude(JsonInclude.Include.NON_NULL)
