@@ -2,7 +2,6 @@ package dev.v100.kernels.cpu;
 
 import dev.v100.kernels.ref.StoredMatrix;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -12,7 +11,8 @@ import jdk.incubator.vector.VectorSpecies;
  * block, columns are walked in chunks of at most {@link #CHUNK_ELEMS}: the chunk of the block's rows is
  * decoded ({@link VectorDecode}) into a 16 KiB tile that stays in L1, and every token's dot products with
  * it are accumulated right away (four rows share each load of x). Decode (n = 1) and prefill (n &gt; 1)
- * are the same loop; the tile amortizes decoding over the n tokens. Accumulation is fp32 in 8 lanes.
+ * are the same loop; the tile amortizes decoding over the n tokens. Accumulation is fp32 in 8 lanes,
+ * summed in a fixed order ({@link Lanes}), so results do not depend on the JIT's state or the thread count.
  */
 public final class CpuMatmul {
     private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
@@ -76,8 +76,7 @@ public final class CpuMatmul {
             s2 = FloatVector.fromArray(F, tile, 2 * stride + k).fma(xv, s2);
             s3 = FloatVector.fromArray(F, tile, 3 * stride + k).fma(xv, s3);
         }
-        float t0 = s0.reduceLanes(VectorOperators.ADD), t1 = s1.reduceLanes(VectorOperators.ADD);
-        float t2 = s2.reduceLanes(VectorOperators.ADD), t3 = s3.reduceLanes(VectorOperators.ADD);
+        float t0 = Lanes.sum(s0), t1 = Lanes.sum(s1), t2 = Lanes.sum(s2), t3 = Lanes.sum(s3);
         for (; k < kc; k++) {
             float xv = x[xb + k];
             t0 += tile[k] * xv;
@@ -98,7 +97,7 @@ public final class CpuMatmul {
         for (int lim = F.loopBound(len); k < lim; k += 8) {
             s = FloatVector.fromArray(F, a, aOff + k).fma(FloatVector.fromArray(F, b, bOff + k), s);
         }
-        float r = s.reduceLanes(VectorOperators.ADD);
+        float r = Lanes.sum(s);
         for (; k < len; k++) r += a[aOff + k] * b[bOff + k];
         return r;
     }

@@ -131,14 +131,9 @@ public final class CpuOps {
     }
 
     public static void siluMul(float[] gate, int gOff, float[] up, int uOff, int count, float[] out, int outOff) {
+        // exp stays scalar (Math.exp is the same intrinsic in every JIT tier; the vector EXP is not)
         elementwise(count, (i0, i1) -> {
-            int i = i0;
-            for (int lim = i0 + F.loopBound(i1 - i0); i < lim; i += 8) {
-                FloatVector g = FloatVector.fromArray(F, gate, gOff + i);
-                FloatVector sig = g.neg().lanewise(VectorOperators.EXP).add(1f);
-                g.div(sig).mul(FloatVector.fromArray(F, up, uOff + i)).intoArray(out, outOff + i);
-            }
-            for (; i < i1; i++) {
+            for (int i = i0; i < i1; i++) {
                 float g = gate[gOff + i];
                 out[outOff + i] = g / (1f + (float) Math.exp(-g)) * up[uOff + i];
             }
