@@ -38,7 +38,9 @@ JAVA="$JAVA_HOME/bin/java"
 export PATH="$JAVA_HOME/bin:$PATH"
 
 # JVM flags every launcher and test run shares.
-V100_JVM_FLAGS=(--enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -XX:+UseParallelGC)
+V100_JVM_FLAGS=(--enable-native-access=ALL-UNNAMED -XX:+UseParallelGC)
+# the runtime's CPU fast paths use the Vector API (an incubator module in JDK 25)
+V100_RUNTIME_JVM_FLAGS=("${V100_JVM_FLAGS[@]}" --add-modules jdk.incubator.vector -Djdk.incubator.vector.VECTOR_ACCESS_OOB_CHECK=0)
 
 # Runs Maven with the JDK found above; the build itself also enforces Java >= 25.
 v100_mvn() {

@@ -1,0 +1,261 @@
+package dev.v100.converter;
+
+import dev.v100.converter.plan.ShardPlanner;
+import dev.v100.converter.plan.StoragePolicy;
+import dev.v100.converter.plan.TensorSpec;
+import dev.v100.converter.recipe.ArchRecipe;
+import dev.v100.converter.recipe.LlamaFamilyRecipe;
+import dev.v100.converter.source.Checkpoint;
+import dev.v100.converter.source.Checkpoints;
+import dev.v100.converter.source.SourceTensor;
+import dev.v100.converter.tensor.ConvertedTensor;
+import dev.v100.converter.tensor.SliceCopier;
+import dev.v100.formats.ModelFormatException;
+import dev.v100.formats.bundle.BundleManifest;
+import dev.v100.formats.bundle.BundleWriter;
+import dev.v100.formats.bundle.Checksums;
+import dev.v100.formats.bundle.ModelConfig;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+/**
+ * Converts a checkpoint into a bundle: reads the config, lets the architecture recipe declare and
+ * produce every tensor (layout fixes applied as lazy views), decides storage once, cuts tensors
+ * for tp ranks and layers for pp stages, and streams every rank's slices into its data file at
+ * pre-planned aligned offsets using all cores. Memory stays bounded by a few rows per thread.
+ */
+public final class Converter {
+    public static final String PRODUCER = "v100-convert " + Version.VERSION;
+    public static final long ALIGNMENT_BYTES = 4096;
+    public static final List<ArchRecipe> RECIPES = List.of(new LlamaFamilyRecipe());
+
+    /**
+     * @param threads   copy threads (default: all cores)
+     * @param faultHook test hook, called at "after-tensor" and at the bundle writer's commit points
+     */
+    public record Options(int tp, int pp, boolean force, boolean matmulF16, int threads, Progress progress,
+                          BundleWriter.FaultHook faultHook) {
+        public static Options of(int tp, int pp) {
+            return new Options(tp, pp, false, false, Runtime.getRuntime().availableProcessors(), Progress.NONE, p -> {});
+        }
+
+        public Options withForce(boolean f) {
+            return new Options(tp, pp, f, matmulF16, threads, progress, faultHook);
+        }
+
+        public Options withProgress(Progress p) {
+            return new Options(tp, pp, force, matmulF16, threads, p, faultHook);
+        }
+
+        public Options withFaultHook(BundleWriter.FaultHook h) {
+            return new Options(tp, pp, force, matmulF16, threads, progress, h);
+        }
+
+        public Options withMatmulF16(boolean f) {
+            return new Options(tp, pp, force, f, threads, progress, faultHook);
+        }
+    }
+
+    /** What a conversion did. */
+    public record Report(Path bundle, ModelConfig config, long bytesWritten, double seconds, List<String> notes,
+                         long clampedValues) {}
+
+    /** One tensor as a rank stores it. */
+    private record Planned(TensorSpec spec, StoragePolicy.Decision decision, BundleManifest.Slice slice, long[] storedShape,
+                           long offset, long bytes) {}
+
+    private record RankPlan(int rank, int tpRank, int stage, String file, List<Planned> tensors, long fileBytes) {}
+
+    public Report convert(Path src, Path out, Options o) {
+        try (Checkpoint ckpt = Checkpoints.open(src)) {
+            return convert(ckpt, out, o);
+        }
+    }
+
+    public static ArchRecipe recipeFor(Checkpoint ckpt) {
+        for (ArchRecipe r : RECIPES) if (r.accepts(ckpt)) return r;
+        String what = ckpt.ggufMetadata().flatMap(m -> m.findString("general.architecture")).map(a -> "GGUF architecture '" + a + "'")
+                .orElse("this checkpoint's architecture");
+        throw new ModelFormatException(ckpt.location() + ": " + what + " is not supported (supported: llama, qwen2, qwen3, granite)");
+    }
+
+    public Report convert(Checkpoint ckpt, Path out, Options o) {
+        long t0 = System.nanoTime();
+        ArchRecipe recipe = recipeFor(ckpt);
+        ModelConfig cfg = recipe.readConfig(ckpt);
+        ShardPlanner.checkLayout(o.tp(), o.pp(), cfg.numLayers());
+        List<String> notes = new ArrayList<>();
+
+        // 1. every bundle tensor as a lazy view over the source, with its storage decided
+        StoragePolicy policy = new StoragePolicy(o.matmulF16());
+        Map<TensorSpec, StoragePolicy.Decision> produced = new LinkedHashMap<>();
+        Set<String> consumed = new HashSet<>();
+        for (TensorSpec spec : recipe.expectedTensors(cfg)) {
+            var data = recipe.produce(spec, ckpt, cfg);
+            if (data.isEmpty()) continue;
+            consumed.addAll(recipe.sourceNames(spec, ckpt, cfg));
+            StoragePolicy.Decision d = policy.decide(spec, data.get());
+            produced.put(spec, d);
+            if (d.note() != null) note(o, notes, spec.name() + ": " + d.note());
+        }
+        Map<String, String> skipped = recipe.skippedSourceTensors(ckpt);
+        skipped.forEach((name, why) -> note(o, notes, "skipped " + name + ": " + why));
+        List<String> leftover = new ArrayList<>();
+        for (SourceTensor t : ckpt.tensors()) {
+            if (!consumed.contains(t.name()) && !skipped.containsKey(t.name())) leftover.add(t.name());
+        }
+        if (!leftover.isEmpty()) {
+            throw new ModelFormatException(ckpt.location() + ": " + leftover.size() + " source tensors are not part of a "
+                    + cfg.architecture() + " model as configured and would be lost: "
+                    + String.join(", ", leftover.subList(0, Math.min(8, leftover.size()))) + (leftover.size() > 8 ? ", ..." : ""));
+        }
+
+        // 2. the plan: per rank its tensors, slices and aligned offsets
+        List<BundleManifest.Stage> stages = ShardPlanner.stages(cfg.numLayers(), o.pp());
+        List<RankPlan> ranks = new ArrayList<>();
+        for (BundleManifest.Stage st : stages) {
+            for (int tpRank = 0; tpRank < o.tp(); tpRank++) {
+                int rank = st.stage() * o.tp() + tpRank;
+                List<Planned> list = new ArrayList<>();
+                long off = 0;
+                for (Map.Entry<TensorSpec, StoragePolicy.Decision> e : produced.entrySet()) {
+                    TensorSpec spec = e.getKey();
+                    if (!onStage(spec, st, stages.size())) continue;
+                    var data = e.getValue().data();
+                    BundleManifest.Slice slice = ShardPlanner.slice(spec, data.type(), o.tp(), tpRank);
+                    long bytes = SliceCopier.storedBytes(data, slice);
+                    off = align(off);
+                    list.add(new Planned(spec, e.getValue(), slice, ShardPlanner.storedShape(spec.shape(), slice), off, bytes));
+                    off += bytes;
+                }
+                ranks.add(new RankPlan(rank, tpRank, st.stage(), "rank-" + rank + ".bin", list, off));
+            }
+        }
+        long total = ranks.stream().mapToLong(RankPlan::fileBytes).sum();
+
+        // 3. write
+        o.progress().start("converting " + ckpt.location().getFileName() + " -> " + out.getFileName(), total);
+        try (BundleWriter w = BundleWriter.create(out, o.force()).faultHook(o.faultHook())) {
+            List<String[]> crcs = writeData(w, ranks, o);
+            SideFiles.Result side = SideFiles.write(ckpt, w);
+            BundleManifest manifest = manifest(ckpt, cfg, o, stages, ranks, crcs, side);
+            w.commit(manifest);
+        }
+        o.progress().done();
+        long clamped = 0;
+        for (StoragePolicy.Decision d : produced.values()) {
+            if (d.data() instanceof ConvertedTensor c && c.clampedValues() > 0) {
+                clamped += c.clampedValues();
+                notes.add("clamped " + c.clampedValues() + " values outside the fp16 range");
+            }
+        }
+        return new Report(out, cfg, total, (System.nanoTime() - t0) / 1e9, notes, clamped);
+    }
+
+    private static void note(Options o, List<String> notes, String line) {
+        notes.add(line);
+        o.progress().note(line);
+    }
+
+    private static boolean onStage(TensorSpec spec, BundleManifest.Stage st, int pp) {
+        return switch (spec.placement()) {
+            case LAYER -> spec.layer() >= st.firstLayer() && spec.layer() < st.endLayer();
+            case FIRST_STAGE -> st.stage() == 0;
+            case LAST_STAGE -> st.stage() == pp - 1;
+            case EVERY_STAGE -> true;
+        };
+    }
+
+    private static long align(long off) {
+        return (off + ALIGNMENT_BYTES - 1) / ALIGNMENT_BYTES * ALIGNMENT_BYTES;
+    }
+
+    private List<String[]> writeData(BundleWriter w, List<RankPlan> ranks, Options o) {
+        List<String[]> crcs = new ArrayList<>();
+        int[] fileIndex = new int[ranks.size()];
+        for (int i = 0; i < ranks.size(); i++) {
+            fileIndex[i] = w.createDataFile(ranks.get(i).file(), ranks.get(i).fileBytes());
+            crcs.add(new String[ranks.get(i).tensors().size()]);
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, o.threads()), r -> {
+            Thread t = new Thread(r, "convert");
+            t.setDaemon(true);
+            return t;
+        });
+        try {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int i = 0; i < ranks.size(); i++) {
+                RankPlan rp = ranks.get(i);
+                MemorySegment dst = w.rankData(fileIndex[i]);
+                String[] rankCrcs = crcs.get(i);
+                for (int j = 0; j < rp.tensors().size(); j++) {
+                    Planned p = rp.tensors().get(j);
+                    int jj = j;
+                    futures.add(pool.submit(() -> {
+                        try {
+                            long n = SliceCopier.copy(p.decision().data(), p.slice(), dst, p.offset(), o.progress()::advance);
+                            if (n != p.bytes()) throw new IllegalStateException(p.spec().name() + ": wrote " + n + " bytes, planned " + p.bytes());
+                            rankCrcs[jj] = Checksums.crc32c(dst.asSlice(p.offset(), p.bytes()));
+                        } catch (RuntimeException e) {
+                            throw new ModelFormatException("converting " + p.spec().name() + " for rank " + rp.rank() + ": " + e.getMessage(), e);
+                        }
+                        o.faultHook().at("after-tensor");
+                        return null;
+                    }));
+                }
+            }
+            for (Future<?> f : futures) {
+                try {
+                    f.get();
+                } catch (ExecutionException e) {
+                    for (Future<?> g : futures) g.cancel(true);
+                    if (e.getCause() instanceof RuntimeException re) throw re;
+                    throw new IllegalStateException(e.getCause());
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted", e);
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        return crcs;
+    }
+
+    private static BundleManifest manifest(Checkpoint ckpt, ModelConfig cfg, Options o, List<BundleManifest.Stage> stages,
+                                           List<RankPlan> ranks, List<String[]> crcs, SideFiles.Result side) {
+        List<BundleManifest.Rank> out = new ArrayList<>();
+        Map<String, Integer> typeCounts = new TreeMap<>();
+        for (int i = 0; i < ranks.size(); i++) {
+            RankPlan rp = ranks.get(i);
+            List<BundleManifest.Tensor> ts = new ArrayList<>();
+            for (int j = 0; j < rp.tensors().size(); j++) {
+                Planned p = rp.tensors().get(j);
+                String dtype = p.decision().data().type().name();
+                if (rp.tpRank() == 0) typeCounts.merge(dtype, 1, Integer::sum);
+                ts.add(new BundleManifest.Tensor(p.spec().name(), p.spec().layer(), dtype, p.spec().shape(), p.slice(),
+                        p.storedShape(), null, p.offset(), p.bytes(), crcs.get(i)[j]));
+            }
+            out.add(new BundleManifest.Rank(rp.rank(), rp.tpRank(), rp.stage(), rp.file(), rp.fileBytes(), ts));
+        }
+        StringBuilder quant = new StringBuilder();
+        typeCounts.forEach((k, v) -> quant.append(quant.isEmpty() ? "" : ", ").append(k).append(" x").append(v));
+        String srcArch = ckpt.ggufMetadata().flatMap(m -> m.findString("general.architecture")).orElse(cfg.architecture());
+        return new BundleManifest(BundleManifest.FORMAT_VERSION, PRODUCER,
+                new BundleManifest.Source(ckpt.location().getFileName().toString(), ckpt.format(), srcArch, quant.toString()),
+                cfg, new BundleManifest.Parallel(o.tp(), o.pp(), stages), ALIGNMENT_BYTES,
+                side.tokenizer(), side.generation(), side.files(), out);
+    }
+}

@@ -1,0 +1,52 @@
+package dev.v100.converter.cli;
+
+import dev.v100.converter.Converter;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+@Command(name = "convert", mixinStandardHelpOptions = true,
+        description = {"Convert a checkpoint into a bundle cut for a tp x pp layout.",
+                "SRC: a GGUF file (or the first of its splits), or an HF directory with fp16/bf16/fp32 safetensors",
+                "(single or sharded), or a .tar/.tar.gz/.tar.zst of either.",
+                "Every layout fix is applied here, once; the bundle is written atomically and checksummed."})
+final class ConvertCommand implements Callable<Integer> {
+    @Parameters(index = "0", paramLabel = "SRC", description = "checkpoint to convert")
+    Path src;
+
+    @Option(names = "--out", required = true, paramLabel = "DIR", description = "bundle directory to create")
+    Path out;
+
+    @Option(names = "--tp", defaultValue = "1", description = "tensor-parallel degree: 1, 2, 4 or 8 (default: ${DEFAULT-VALUE})")
+    int tp;
+
+    @Option(names = "--pp", defaultValue = "1", description = "pipeline-parallel stages: 1 or 2 (default: ${DEFAULT-VALUE})")
+    int pp;
+
+    @Option(names = "--force", description = "replace DIR if it exists")
+    boolean force;
+
+    @Option(names = "--matmul-dtype", defaultValue = "keep", paramLabel = "keep|f16",
+            description = "F32 matrices: keep them F32 (default) or store F16")
+    String matmulDtype;
+
+    @Option(names = "--threads", description = "copy threads (default: all cores)")
+    Integer threads;
+
+    @Override
+    public Integer call() {
+        if (!matmulDtype.equals("keep") && !matmulDtype.equals("f16")) {
+            throw new IllegalArgumentException("--matmul-dtype must be keep or f16, not " + matmulDtype);
+        }
+        Converter.Options o = Converter.Options.of(tp, pp).withForce(force).withMatmulF16(matmulDtype.equals("f16"))
+                .withProgress(TerminalProgress.stderr());
+        if (threads != null) o = new Converter.Options(o.tp(), o.pp(), o.force(), o.matmulF16(), threads, o.progress(), o.faultHook());
+        Converter.Report r = new Converter().convert(src, out, o);
+        System.out.printf("wrote %s: %s, tp %d x pp %d, %s in %.1f s%n", r.bundle(), r.config().architecture(), tp, pp,
+                TerminalProgress.human(r.bytesWritten()), r.seconds());
+        return 0;
+    }
+}

@@ -1,0 +1,92 @@
+package dev.v100.converter.tensor;
+
+import dev.v100.formats.bundle.BundleManifest;
+
+import java.lang.foreign.MemorySegment;
+import java.util.function.LongConsumer;
+
+/**
+ * Copies the part of a tensor that one rank stores (a {@link BundleManifest.Slice}) into the rank's
+ * file, in the stored layout: the slice's ranges concatenated along its dimension.
+ */
+public final class SliceCopier {
+    /** Rows moved per call on the fast path, so progress and memory stay fine-grained. */
+    private static final long CHUNK_BYTES = 8L << 20;
+
+    private SliceCopier() {}
+
+    /** Bytes the stored slice takes. */
+    public static long storedBytes(TensorData t, BundleManifest.Slice slice) {
+        long[] shape = t.shape();
+        if (slice == null) return t.byteSize();
+        long len = slice.ranges().stream().mapToLong(BundleManifest.Range::length).sum();
+        long[] s = shape.clone();
+        s[slice.dim()] = len;
+        long rows = 1;
+        for (int i = 0; i < s.length - 1; i++) rows = Math.multiplyExact(rows, s[i]);
+        return Math.multiplyExact(rows, t.type().rowBytes(s[s.length - 1]));
+    }
+
+    /**
+     * Writes the slice to dst at offsetBytes; reports bytes written to progress as it goes.
+     *
+     * @return bytes written
+     */
+    public static long copy(TensorData t, BundleManifest.Slice slice, MemorySegment dst, long offsetBytes, LongConsumer progress) {
+        long[] shape = t.shape();
+        long rowBytes = t.rowBytes();
+        long pos = offsetBytes;
+        if (slice == null) {
+            long rows = t.rows();
+            long chunk = Math.max(1, CHUNK_BYTES / Math.max(1, rowBytes));
+            for (long r = 0; r < rows; r += chunk) {
+                long n = Math.min(chunk, rows - r);
+                t.copyRows(r, n, dst, pos);
+                pos += n * rowBytes;
+                progress.accept(n * rowBytes);
+            }
+            return pos - offsetBytes;
+        }
+        int dim = slice.dim();
+        int last = shape.length - 1;
+        if (dim < last) {
+            // [outer, shape[dim], inner rows]: each range is a run of whole rows per outer index
+            long outer = 1;
+            for (int i = 0; i < dim; i++) outer *= shape[i];
+            long innerRows = 1;
+            for (int i = dim + 1; i < last; i++) innerRows *= shape[i];
+            for (long o = 0; o < outer; o++) {
+                for (BundleManifest.Range rg : slice.ranges()) {
+                    long row0 = (o * shape[dim] + rg.start()) * innerRows;
+                    long nRows = rg.length() * innerRows;
+                    long chunk = Math.max(1, CHUNK_BYTES / Math.max(1, rowBytes));
+                    for (long r = 0; r < nRows; r += chunk) {
+                        long n = Math.min(chunk, nRows - r);
+                        t.copyRows(row0 + r, n, dst, pos);
+                        pos += n * rowBytes;
+                        progress.accept(n * rowBytes);
+                    }
+                }
+            }
+            return pos - offsetBytes;
+        }
+        // cut inside each row: ranges are block-aligned (checked by the planner)
+        int block = t.type().blockSize;
+        long typeSize = t.type().typeSize;
+        MemorySegment row = MemorySegment.ofArray(new byte[Math.toIntExact(rowBytes)]);
+        long rows = t.rows();
+        for (long r = 0; r < rows; r++) {
+            t.copyRows(r, 1, row, 0);
+            long written = 0;
+            for (BundleManifest.Range rg : slice.ranges()) {
+                long b0 = rg.start() / block * typeSize;
+                long nb = rg.length() / block * typeSize;
+                MemorySegment.copy(row, b0, dst, pos, nb);
+                pos += nb;
+                written += nb;
+            }
+            progress.accept(written);
+        }
+        return pos - offsetBytes;
+    }
+}
