@@ -88,6 +88,9 @@ public final class DecoderModel implements AutoCloseable {
                     + contextTokens + " tokens");
         }
         int vocab = config.vocabSize();
+        for (int t : tokens) {
+            if (t < 0 || t >= vocab) throw new IllegalArgumentException("token id " + t + " outside the vocabulary of " + vocab);
+        }
         float[] out = new float[(allLogits ? n : 1) * vocab];
         for (int c0 = 0; c0 < n; c0 += chunkTokens) {
             int m = Math.min(chunkTokens, n - c0);
