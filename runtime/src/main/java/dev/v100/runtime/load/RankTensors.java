@@ -84,6 +84,15 @@ public final class RankTensors {
             return meta.name();
         }
 
+        /** Fails unless the full (unsliced) shape is exactly {@code expected}: what the config implies. */
+        public Taken expectFullShape(long... expected) {
+            if (!Arrays.equals(meta.shape(), expected)) {
+                throw new ModelLoadException(from.where() + ": tensor " + meta.name() + " has shape " + Arrays.toString(meta.shape())
+                        + ", the model config implies " + Arrays.toString(expected));
+            }
+            return this;
+        }
+
         /** Fails unless the stored shape is exactly {@code expected}. */
         public Taken expectShape(long... expected) {
             if (!Arrays.equals(meta.storedShape(), expected)) {

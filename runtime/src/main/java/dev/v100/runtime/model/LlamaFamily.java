@@ -98,7 +98,7 @@ public final class LlamaFamily {
         float[] factors = null;
         if (c.rope().freqFactors()) {
             RankTensors.Taken f = ts.take("rope_freqs.weight");
-            if (f != null) factors = l.f32(f.expectDtype("F32").expectShape(c.rope().rotaryDim() / 2));
+            if (f != null) factors = l.f32(f.expectFullShape(c.rope().rotaryDim() / 2).expectDtype("F32").expectShape(c.rope().rotaryDim() / 2));
         }
         LayerWeights[] layers = new LayerWeights[st.endLayer() - st.firstLayer()];
         long qRows = g.heads() * d, kvRows = g.kvHeads() * d;
@@ -111,9 +111,9 @@ public final class LlamaFamily {
             Weight wv = l.matrix(p + "attn_v.weight", 0, g.firstKvHead() * d, kvRows, kvFull, h);
             Weight bq = null, bk = null, bv = null;
             if (c.attentionBias()) {
-                bq = l.vector(p + "attn_q.bias", g.firstHead() * d, qRows);
-                bk = l.vector(p + "attn_k.bias", g.firstKvHead() * d, kvRows);
-                bv = l.vector(p + "attn_v.bias", g.firstKvHead() * d, kvRows);
+                bq = l.vector(p + "attn_q.bias", qFull, g.firstHead() * d, qRows);
+                bk = l.vector(p + "attn_k.bias", kvFull, g.firstKvHead() * d, kvRows);
+                bv = l.vector(p + "attn_v.bias", kvFull, g.firstKvHead() * d, kvRows);
             }
             Weight qn = null, kn = null;
             if (c.qkNorm()) {
@@ -159,22 +159,18 @@ public final class LlamaFamily {
                 return null;
             }
             long rows = dim == 0 ? length : fullRows, cols = dim == 1 ? length : fullCols;
-            if (t.meta().shape().length != 2 || t.meta().shape()[0] != fullRows || t.meta().shape()[1] != fullCols) {
-                throw new ModelLoadException(ts.where() + ": tensor " + name + " has full shape " + java.util.Arrays.toString(t.meta().shape())
-                        + ", the config implies [" + fullRows + ", " + fullCols + "]");
-            }
-            t.expectSlice(dim, start, length).expectShape(rows, cols);
+            t.expectFullShape(fullRows, fullCols).expectSlice(dim, start, length).expectShape(rows, cols);
             return weight(t);
         }
 
-        /** A 1-D tensor sliced along dim 0 to [start, start + length). */
-        Weight vector(String name, long start, long length) {
+        /** A 1-D tensor of full length `full` sliced along dim 0 to [start, start + length). */
+        Weight vector(String name, long full, long start, long length) {
             RankTensors.Taken t = ts.take(name);
             if (t == null) {
                 incomplete = true;
                 return null;
             }
-            t.expectSlice(0, start, length).expectShape(length);
+            t.expectFullShape(full).expectSlice(0, start, length).expectShape(length);
             return weight(t);
         }
 
@@ -185,7 +181,7 @@ public final class LlamaFamily {
                 incomplete = true;
                 return null;
             }
-            t.expectDtype("F32").expectSlice(0, 0, n).expectShape(n);
+            t.expectFullShape(n).expectDtype("F32").expectSlice(0, 0, n).expectShape(n);
             return weight(t);
         }
 
