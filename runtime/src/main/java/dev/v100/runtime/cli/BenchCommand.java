@@ -19,6 +19,9 @@ final class BenchCommand implements Callable<Integer> {
     @Mixin
     ModelArgs model;
 
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
     @Option(names = "--prompt-tokens", defaultValue = "64", description = "prefill length (default: ${DEFAULT-VALUE})")
     int promptTokens;
 
@@ -31,6 +34,7 @@ final class BenchCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         model.prepare();
+        java.io.PrintWriter out = spec.commandLine().getOut();
         long t0 = System.nanoTime();
         try (DecoderModel m = CpuModels.open(model.bundle, model.options())) {
             double loadS = (System.nanoTime() - t0) / 1e9;
@@ -38,7 +42,7 @@ final class BenchCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("--prompt-tokens " + promptTokens + " + --warmup " + warmup + " + --decode-tokens "
                         + decodeTokens + " must fit the context of " + m.contextTokens());
             }
-            System.out.println(describe(m, loadS));
+            out.println(describe(m, loadS));
             SplittableRandom rnd = new SplittableRandom(7);
             int[] prompt = new int[promptTokens];
             for (int i = 0; i < prompt.length; i++) prompt[i] = rnd.nextInt(m.vocabSize());
@@ -51,9 +55,10 @@ final class BenchCommand implements Callable<Integer> {
             long d0 = System.nanoTime();
             for (int i = 0; i < decodeTokens; i++) logits = m.forward(new int[] {argmax(logits)}, promptTokens + i, false);
             double decodeS = (System.nanoTime() - d0) / 1e9;
-            System.out.printf("prefill: %d tokens in %.2f s = %.1f tok/s%n", promptTokens, prefillS, promptTokens / prefillS);
-            System.out.printf("decode:  %d tokens in %.2f s = %.2f tok/s (%.0f ms/token)%n", decodeTokens, decodeS,
+            out.printf("prefill: %d tokens in %.2f s = %.1f tok/s%n", promptTokens, prefillS, promptTokens / prefillS);
+            out.printf("decode:  %d tokens in %.2f s = %.2f tok/s (%.0f ms/token)%n", decodeTokens, decodeS,
                     decodeTokens / decodeS, 1000 * decodeS / Math.max(1, decodeTokens));
+            out.flush();
         }
         return 0;
     }
