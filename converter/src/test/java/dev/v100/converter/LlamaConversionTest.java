@@ -122,4 +122,22 @@ class LlamaConversionTest {
         }
     }
 
+
+    @Test
+    void typesWithoutKernelsAreTranscodedToF16AndSaySo() {
+        MemoryCheckpoint src = MemoryCheckpoint.llama("llama", GgmlType.IQ4_NL, 1, 64, 2, 2, 64, 32, 9);
+        Path out = tmp.resolve("b");
+        Converter.Report r = new Converter().convert(src, out, Converter.Options.of(1, 1));
+        assertTrue(r.notes().stream().anyMatch(n -> n.contains("blk.0.ffn_up.weight") && n.contains("IQ4_NL") && n.contains("F16")), r.notes().toString());
+        try (Bundle b = Bundle.open(out); Arena arena = Arena.ofConfined()) {
+            TensorAssembler.Assembled a = TensorAssembler.assemble(b, "blk.0.ffn_up.weight", arena);
+            assertEquals(GgmlType.F16, a.type());
+            float[] want = dev.v100.formats.ggml.GgmlCodecs.dequantize(GgmlType.IQ4_NL, src.mapped("blk.0.ffn_up.weight").segment(), 64 * 64);
+            float[] got = dev.v100.formats.ggml.GgmlCodecs.dequantize(GgmlType.F16, a.bytes(), 64 * 64);
+            for (int i = 0; i < want.length; i++) {
+                float clamped = Math.max(-65504f, Math.min(65504f, want[i]));
+                assertEquals(Float.float16ToFloat(Float.floatToFloat16(clamped)), got[i], "element " + i);
+            }
+        }
+    }
 }

@@ -1,6 +1,5 @@
 package dev.v100.converter.recipe;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.v100.converter.fix.RopePermute;
 import dev.v100.converter.fix.RopeFactors;
 import dev.v100.converter.plan.ShardRule;
@@ -14,6 +13,8 @@ import dev.v100.converter.tensor.TensorData;
 import dev.v100.formats.ModelFormatException;
 import dev.v100.formats.bundle.ModelConfig;
 import dev.v100.formats.gguf.GgufMetadata;
+import dev.v100.formats.hf.HfConfig;
+import dev.v100.formats.hf.RopeConfig;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -30,6 +31,8 @@ public final class LlamaFamilyRecipe implements ArchRecipe {
     /** GGUF general.architecture values and the HF model_type each corresponds to. */
     private static final Map<String, String> GGUF_ARCH = Map.of("llama", "llama", "qwen2", "qwen2", "qwen3", "qwen3", "granite", "granite");
     private static final Set<String> HF_ARCH = Set.of("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "GraniteForCausalLM");
+    /** For configs without `architectures` (some quantizer outputs omit it). */
+    private static final Set<String> HF_MODEL_TYPES = Set.of("llama", "mistral", "qwen2", "qwen3", "granite");
     /** llama.cpp interleaves q/k rows for these GGUF archs (LlamaModel.permute; GraniteModel inherits it). */
     private static final Set<String> GGUF_PERMUTED_QK = Set.of("llama", "granite");
 
@@ -62,7 +65,9 @@ public final class LlamaFamilyRecipe implements ArchRecipe {
         if (ckpt.ggufMetadata().isPresent()) {
             return ckpt.ggufMetadata().get().findString("general.architecture").map(GGUF_ARCH::containsKey).orElse(false);
         }
-        return ConfigSource.of(ckpt).flatMap(ConfigSource::firstArchitecture).map(HF_ARCH::contains).orElse(false);
+        return ckpt.hfConfig().map(c -> c.architectures().isEmpty()
+                ? HF_MODEL_TYPES.contains(c.textModelType().or(c::modelType).orElse(""))
+                : HF_ARCH.contains(c.architectures().getFirst())).orElse(false);
     }
 
     @Override
@@ -106,53 +111,61 @@ public final class LlamaFamilyRecipe implements ArchRecipe {
     }
 
     private ModelConfig fromHf(Checkpoint ckpt) {
-        ConfigSource c = ConfigSource.of(ckpt).orElseThrow(() -> new ModelFormatException(ckpt.location() + ": no config.json"));
-        String type = c.modelType();
+        HfConfig c = ckpt.hfConfig().orElseThrow(() -> new ModelFormatException(ckpt.location() + ": no config.json"));
+        String where = c.file().toString();
+        String type = c.textModelType().or(c::modelType).orElse("");
         String arch = switch (type) {
             case "llama", "mistral" -> "llama";
             case "qwen2" -> "qwen2";
             case "qwen3" -> "qwen3";
             case "granite" -> "granite";
-            default -> throw new ModelFormatException(c.where() + ": model_type '" + type + "' is not a llama-family model");
+            default -> throw new ModelFormatException(where + ": model_type '" + type + "' is not a llama-family model");
         };
-        int hidden = c.requireInt("hidden_size");
-        int heads = c.requireInt("num_attention_heads");
-        int kvHeads = c.intOr("num_key_value_heads", heads);
-        int headDim = c.intOr("head_dim", hidden / heads);
-        double theta = 10000.0;
-        ModelConfig.RopeScaling scaling = null;
-        JsonNode ropeParams = c.node("rope_parameters").orElse(c.node("rope_scaling").orElse(null));
-        theta = c.doubleOr("rope_theta", theta);
-        if (ropeParams != null && ropeParams.has("rope_theta")) theta = ropeParams.get("rope_theta").asDouble();
-        double partial = c.doubleOr("partial_rotary_factor", ropeParams != null && ropeParams.has("partial_rotary_factor")
-                ? ropeParams.get("partial_rotary_factor").asDouble() : 1.0);
+        int hidden = require(c.hiddenSize(), where, "hidden_size");
+        int heads = require(c.numAttentionHeads(), where, "num_attention_heads");
+        int kvHeads = c.numKeyValueHeads().orElse(heads);
+        int headDim = c.headDim().orElse(hidden / heads);
+        RopeConfig rc = c.rope().orElse(null);
+        double theta = rc != null && rc.theta().isPresent() ? rc.theta().getAsDouble() : c.ropeTheta().orElse(10000.0);
+        double partial = c.partialRotaryFactor().orElse(rc != null ? rc.partialRotaryFactor().orElse(1.0) : 1.0);
         int rotary = (int) Math.round(headDim * partial);
-        String ropeType = ropeParams == null ? "default" : ropeParams.path("rope_type").asText(ropeParams.path("type").asText("default"));
+        String ropeType = rc == null ? "default" : rc.ropeType();
+        ModelConfig.RopeScaling scaling = null;
         boolean freqFactors = false;
         switch (ropeType) {
             case "default" -> { }
             case "llama3" -> {
-                scaling = new ModelConfig.RopeScaling("llama3", ropeParams.get("factor").asDouble(),
-                        ropeParams.get("low_freq_factor").asDouble(), ropeParams.get("high_freq_factor").asDouble(),
-                        ropeParams.get("original_max_position_embeddings").asInt());
+                scaling = new ModelConfig.RopeScaling("llama3", need(rc.factor(), where, "rope factor"),
+                        need(rc.lowFreqFactor(), where, "low_freq_factor"), need(rc.highFreqFactor(), where, "high_freq_factor"),
+                        require(rc.originalMaxPositionEmbeddings(), where, "original_max_position_embeddings"));
                 freqFactors = true;
             }
-            case "linear" -> scaling = new ModelConfig.RopeScaling("linear", ropeParams.get("factor").asDouble(), null, null, null);
-            default -> throw new ModelFormatException(c.where() + ": rope_type '" + ropeType + "' is not supported (default, linear, llama3)");
+            case "linear" -> scaling = new ModelConfig.RopeScaling("linear", need(rc.factor(), where, "rope factor"), null, null, null);
+            default -> throw new ModelFormatException(where + ": rope_type '" + ropeType + "' is not supported (default, linear, llama3)");
         }
-        boolean bias = arch.equals("qwen2") || c.boolOr("attention_bias", false);
+        boolean bias = arch.equals("qwen2") || c.attentionBias().orElse(false);
         boolean granite = arch.equals("granite");
-        int vocab = c.requireInt("vocab_size");
-        boolean tied = c.boolOr("tie_word_embeddings", arch.equals("qwen2")) || ckpt.find("lm_head.weight").isEmpty();
-        return new ModelConfig(arch, vocab, hidden, c.requireInt("num_hidden_layers"), c.requireInt("intermediate_size"),
-                heads, kvHeads, headDim, c.doubleOr("rms_norm_eps", 1e-6), c.intOr("max_position_embeddings", 4096), tied,
+        boolean tied = c.tieWordEmbeddings().orElse(arch.equals("qwen2")) || ckpt.find("lm_head.weight").isEmpty();
+        return new ModelConfig(arch, require(c.vocabSize(), where, "vocab_size"), hidden, require(c.numHiddenLayers(), where, "num_hidden_layers"),
+                require(c.intermediateSize(), where, "intermediate_size"), heads, kvHeads, headDim, c.rmsNormEps().orElse(1e-6),
+                c.maxPositionEmbeddings().orElse(4096), tied,
                 new ModelConfig.Rope(theta, rotary, "neox", scaling, freqFactors),
                 bias, arch.equals("qwen3"), false, 0.0, null,
-                granite ? c.doubleOr("embedding_multiplier", 1.0) : 1.0,
-                granite ? c.doubleOr("residual_multiplier", 1.0) : 1.0,
-                granite ? Double.valueOf(c.doubleOr("attention_multiplier", 1.0 / Math.sqrt(headDim))) : null,
-                granite ? c.doubleOr("logits_scaling", 1.0) : 1.0,
+                granite ? c.embeddingMultiplier().orElse(1.0) : 1.0,
+                granite ? c.residualMultiplier().orElse(1.0) : 1.0,
+                granite ? Double.valueOf(c.attentionMultiplier().orElse(1.0 / Math.sqrt(headDim))) : null,
+                granite ? c.logitsScaling().orElse(1.0) : 1.0,
                 null, null);
+    }
+
+    static int require(java.util.OptionalInt v, String where, String field) {
+        if (v.isEmpty()) throw new ModelFormatException(where + ": field '" + field + "' is missing");
+        return v.getAsInt();
+    }
+
+    static double need(java.util.OptionalDouble v, String where, String field) {
+        if (v.isEmpty()) throw new ModelFormatException(where + ": field '" + field + "' is missing");
+        return v.getAsDouble();
     }
 
     @Override

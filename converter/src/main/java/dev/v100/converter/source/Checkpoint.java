@@ -2,6 +2,7 @@ package dev.v100.converter.source;
 
 import dev.v100.converter.tensor.TensorData;
 import dev.v100.formats.gguf.GgufMetadata;
+import dev.v100.formats.hf.HfConfig;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -23,6 +24,11 @@ public interface Checkpoint extends AutoCloseable {
 
     /** GGUF metadata when the source is GGUF. */
     Optional<GgufMetadata> ggufMetadata();
+
+    /** The parsed config.json when the source is an HF directory. */
+    default Optional<HfConfig> hfConfig() {
+        return Optional.empty();
+    }
 
     /** A small file of an HF directory (config.json, tokenizer.json, ...), when present. */
     Optional<byte[]> sideFile(String name);

@@ -15,7 +15,8 @@ public final class Checkpoints {
     public static Checkpoint open(Path src) {
         if (!Files.exists(src)) throw new ModelFormatException(src + ": no such file or directory");
         if (Files.isDirectory(src)) {
-            throw new ModelFormatException(src + ": HF directories are not supported yet");
+            if (Files.isRegularFile(src.resolve("config.json"))) return HfCheckpoint.open(src);
+            throw new ModelFormatException(src + ": a directory without config.json is not an HF checkpoint");
         }
         byte[] head = head(src);
         if (head.length >= 4 && head[0] == 'G' && head[1] == 'G' && head[2] == 'U' && head[3] == 'F') {

@@ -1,13 +1,16 @@
 package dev.v100.converter.tensor;
 
 import dev.v100.formats.ggml.GgmlType;
-import dev.v100.formats.ggml.UnsupportedGgmlTypeException;
+import dev.v100.formats.ggml.GgmlCodecs;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
-/** Element conversions between ggml storage types and float, for the converter's views. */
+/**
+ * Element conversions between ggml storage types and float for the converter's views. F16 stores
+ * clamp to the fp16 range and count what they clamped; everything else goes through GgmlCodecs.
+ */
 public final class Codecs {
     static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -27,7 +30,7 @@ public final class Codecs {
             case BF16 -> {
                 for (int i = 0; i < n; i++) dst[dstOffset + i] = Float.intBitsToFloat(src.get(I16, srcOffsetBytes + 2L * i) << 16);
             }
-            default -> throw new UnsupportedGgmlTypeException(type, "decoding in the converter");
+            default -> GgmlCodecs.dequantizeRange(type, src.asSlice(srcOffsetBytes), 0, n, dst, dstOffset);
         }
     }
 
@@ -48,7 +51,7 @@ public final class Codecs {
                     dst.set(I16, dstOffsetBytes + 2L * i, Float.floatToFloat16(v));
                 }
             }
-            default -> throw new UnsupportedGgmlTypeException(type, "encoding in the converter");
+            default -> GgmlCodecs.quantize(type, src, srcOffset, n, dst, dstOffsetBytes);
         }
         return clamped;
     }

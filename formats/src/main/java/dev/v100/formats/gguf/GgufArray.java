@@ -9,7 +9,8 @@ import java.util.List;
  */
 public record GgufArray(GgufValueType elemType, List<Object> values) {
     public GgufArray {
-        values = List.copyOf(values);
+        // lists the reader built are immutable already; anything else is copied (and null-checked)
+        values = values instanceof FrozenLists.Frozen ? values : List.copyOf(values);
     }
 
     public int size() {
