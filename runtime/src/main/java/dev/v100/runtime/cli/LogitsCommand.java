@@ -1,5 +1,6 @@
 package dev.v100.runtime.cli;
 
+import dev.v100.formats.npy.NpyWriter;
 import dev.v100.runtime.cpu.CpuModels;
 import dev.v100.runtime.model.DecoderModel;
 import picocli.CommandLine.Command;
@@ -26,7 +27,7 @@ final class LogitsCommand implements Callable<Integer> {
         model.prepare();
         try (DecoderModel m = CpuModels.open(model.bundle, model.options())) {
             float[] logits = m.forward(tokens, 0, true);
-            Npy.writeF32(out, logits, tokens.length, m.vocabSize());
+            NpyWriter.write(out, logits, tokens.length, m.vocabSize());
         }
         System.err.println("wrote " + out + " [" + tokens.length + ", vocab]");
         return 0;
