@@ -37,28 +37,20 @@ public final class VectorDecode {
 
     /** Decodes {@code nBlocks} blocks of {@code type} at byte {@code off} of {@code src} into dst[dstOff ..]. */
     public static void decode(GgmlType type, MemorySegment src, long off, float[] dst, int dstOff, int nBlocks) {
+        // one call per type and run of blocks: each type's loop is its own small compilation unit
         switch (type) {
             case F32 -> f32(src, off, dst, dstOff, nBlocks);
             case F16 -> f16(src, off, dst, dstOff, nBlocks);
-            case Q8_0 -> { for (int b = 0; b < nBlocks; b++) q8_0(src, off + 34L * b, dst, dstOff + 32 * b); }
-            case Q4_0 -> { for (int b = 0; b < nBlocks; b++) q4_0(src, off + 18L * b, dst, dstOff + 32 * b); }
-            case Q4_1 -> { for (int b = 0; b < nBlocks; b++) q4_1(src, off + 20L * b, dst, dstOff + 32 * b); }
-            case Q5_0 -> { for (int b = 0; b < nBlocks; b++) q5_0(src, off + 22L * b, dst, dstOff + 32 * b); }
-            case Q5_1 -> { for (int b = 0; b < nBlocks; b++) q5_1(src, off + 24L * b, dst, dstOff + 32 * b); }
-            case Q2_K -> { for (int b = 0; b < nBlocks; b++) q2_K(src, off + 84L * b, dst, dstOff + 256 * b); }
-            case Q3_K -> {
-                int[] sc = new int[16];
-                for (int b = 0; b < nBlocks; b++) q3_K(src, off + 110L * b, dst, dstOff + 256 * b, sc);
-            }
-            case Q4_K -> {
-                int[] sc = new int[8], mn = new int[8];
-                for (int b = 0; b < nBlocks; b++) q4_K(src, off + 144L * b, dst, dstOff + 256 * b, sc, mn);
-            }
-            case Q5_K -> {
-                int[] sc = new int[8], mn = new int[8];
-                for (int b = 0; b < nBlocks; b++) q5_K(src, off + 176L * b, dst, dstOff + 256 * b, sc, mn);
-            }
-            case Q6_K -> { for (int b = 0; b < nBlocks; b++) q6_K(src, off + 210L * b, dst, dstOff + 256 * b); }
+            case Q8_0 -> q8_0(src, off, dst, dstOff, nBlocks);
+            case Q4_0 -> q4_0(src, off, dst, dstOff, nBlocks);
+            case Q4_1 -> q4_1(src, off, dst, dstOff, nBlocks);
+            case Q5_0 -> q5_0(src, off, dst, dstOff, nBlocks);
+            case Q5_1 -> q5_1(src, off, dst, dstOff, nBlocks);
+            case Q2_K -> q2_K(src, off, dst, dstOff, nBlocks);
+            case Q3_K -> q3_K(src, off, dst, dstOff, nBlocks);
+            case Q4_K -> q4_K(src, off, dst, dstOff, nBlocks);
+            case Q5_K -> q5_K(src, off, dst, dstOff, nBlocks);
+            case Q6_K -> q6_K(src, off, dst, dstOff, nBlocks);
             default -> throw new UnsupportedGgmlTypeException(type, "CPU matmul");
         }
     }
@@ -118,97 +110,121 @@ public final class VectorDecode {
     }
 
     // block_q8_0 { d; int8 qs[32] }: y = d * q
-    private static void q8_0(MemorySegment s, long b, float[] y, int o) {
-        float d = half(s, b);
-        for (int c = 0; c < 4; c++) fl(s8(s, b + 2 + 8 * c)).mul(d).intoArray(y, o + 8 * c);
+    private static void q8_0(MemorySegment s, long off, float[] y, int dstOff, int nBlocks) {
+        for (int blk = 0; blk < nBlocks; blk++) {
+            long b = off + 34L * blk;
+            int o = dstOff + 32 * blk;
+            float d = half(s, b);
+            for (int c = 0; c < 4; c++) fl(s8(s, b + 2 + 8 * c)).mul(d).intoArray(y, o + 8 * c);
+        }
     }
 
     // block_q4_0 { d; qs[16] }: y[j] = d * ((qs[j] & 15) - 8), y[j + 16] = d * ((qs[j] >> 4) - 8)
-    private static void q4_0(MemorySegment s, long b, float[] y, int o) {
-        float d = half(s, b);
-        for (int c = 0; c < 2; c++) {
-            IntVector q = u8(s, b + 2 + 8 * c);
-            fl(q.and(15).sub(8)).mul(d).intoArray(y, o + 8 * c);
-            fl(q.lanewise(VectorOperators.LSHR, 4).sub(8)).mul(d).intoArray(y, o + 16 + 8 * c);
+    private static void q4_0(MemorySegment s, long off, float[] y, int dstOff, int nBlocks) {
+        for (int blk = 0; blk < nBlocks; blk++) {
+            long b = off + 18L * blk;
+            int o = dstOff + 32 * blk;
+            float d = half(s, b);
+            for (int c = 0; c < 2; c++) {
+                IntVector q = u8(s, b + 2 + 8 * c);
+                fl(q.and(15).sub(8)).mul(d).intoArray(y, o + 8 * c);
+                fl(q.lanewise(VectorOperators.LSHR, 4).sub(8)).mul(d).intoArray(y, o + 16 + 8 * c);
+            }
         }
     }
 
     // block_q4_1 { d; m; qs[16] }: y = q * d + m
-    private static void q4_1(MemorySegment s, long b, float[] y, int o) {
-        float d = half(s, b), m = half(s, b + 2);
-        for (int c = 0; c < 2; c++) {
-            IntVector q = u8(s, b + 4 + 8 * c);
-            fl(q.and(15)).mul(d).add(m).intoArray(y, o + 8 * c);
-            fl(q.lanewise(VectorOperators.LSHR, 4)).mul(d).add(m).intoArray(y, o + 16 + 8 * c);
+    private static void q4_1(MemorySegment s, long off, float[] y, int dstOff, int nBlocks) {
+        for (int blk = 0; blk < nBlocks; blk++) {
+            long b = off + 20L * blk;
+            int o = dstOff + 32 * blk;
+            float d = half(s, b), m = half(s, b + 2);
+            for (int c = 0; c < 2; c++) {
+                IntVector q = u8(s, b + 4 + 8 * c);
+                fl(q.and(15)).mul(d).add(m).intoArray(y, o + 8 * c);
+                fl(q.lanewise(VectorOperators.LSHR, 4)).mul(d).add(m).intoArray(y, o + 16 + 8 * c);
+            }
         }
     }
 
     // block_q5_0 { d; qh u32; qs[16] }: fifth bit of element j is bit j of qh; y = d * (q - 16)
-    private static void q5_0(MemorySegment s, long b, float[] y, int o) {
-        float d = half(s, b);
-        IntVector qh = IntVector.broadcast(I, s.get(U32, b + 2));
-        for (int c = 0; c < 2; c++) {
-            IntVector q = u8(s, b + 6 + 8 * c);
-            IntVector hLo = qh.lanewise(VectorOperators.LSHR, IOTA.add(8 * c)).and(1).lanewise(VectorOperators.LSHL, 4);
-            IntVector hHi = qh.lanewise(VectorOperators.LSHR, IOTA.add(16 + 8 * c)).and(1).lanewise(VectorOperators.LSHL, 4);
-            fl(q.and(15).or(hLo).sub(16)).mul(d).intoArray(y, o + 8 * c);
-            fl(q.lanewise(VectorOperators.LSHR, 4).or(hHi).sub(16)).mul(d).intoArray(y, o + 16 + 8 * c);
+    private static void q5_0(MemorySegment s, long off, float[] y, int dstOff, int nBlocks) {
+        for (int blk = 0; blk < nBlocks; blk++) {
+            long b = off + 22L * blk;
+            int o = dstOff + 32 * blk;
+            float d = half(s, b);
+            IntVector qh = IntVector.broadcast(I, s.get(U32, b + 2));
+            for (int c = 0; c < 2; c++) {
+                IntVector q = u8(s, b + 6 + 8 * c);
+                IntVector hLo = qh.lanewise(VectorOperators.LSHR, IOTA.add(8 * c)).and(1).lanewise(VectorOperators.LSHL, 4);
+                IntVector hHi = qh.lanewise(VectorOperators.LSHR, IOTA.add(16 + 8 * c)).and(1).lanewise(VectorOperators.LSHL, 4);
+                fl(q.and(15).or(hLo).sub(16)).mul(d).intoArray(y, o + 8 * c);
+                fl(q.lanewise(VectorOperators.LSHR, 4).or(hHi).sub(16)).mul(d).intoArray(y, o + 16 + 8 * c);
+            }
         }
     }
 
     // block_q5_1 { d; m; qh u32; qs[16] }: y = q * d + m
-    private static void q5_1(MemorySegment s, long b, float[] y, int o) {
-        float d = half(s, b), m = half(s, b + 2);
-        IntVector qh = IntVector.broadcast(I, s.get(U32, b + 4));
-        for (int c = 0; c < 2; c++) {
-            IntVector q = u8(s, b + 8 + 8 * c);
-            IntVector hLo = qh.lanewise(VectorOperators.LSHR, IOTA.add(8 * c)).and(1).lanewise(VectorOperators.LSHL, 4);
-            IntVector hHi = qh.lanewise(VectorOperators.LSHR, IOTA.add(16 + 8 * c)).and(1).lanewise(VectorOperators.LSHL, 4);
-            fl(q.and(15).or(hLo)).mul(d).add(m).intoArray(y, o + 8 * c);
-            fl(q.lanewise(VectorOperators.LSHR, 4).or(hHi)).mul(d).add(m).intoArray(y, o + 16 + 8 * c);
+    private static void q5_1(MemorySegment s, long off, float[] y, int dstOff, int nBlocks) {
+        for (int blk = 0; blk < nBlocks; blk++) {
+            long b = off + 24L * blk;
+            int o = dstOff + 32 * blk;
+            float d = half(s, b), m = half(s, b + 2);
+            IntVector qh = IntVector.broadcast(I, s.get(U32, b + 4));
+            for (int c = 0; c < 2; c++) {
+                IntVector q = u8(s, b + 8 + 8 * c);
+                IntVector hLo = qh.lanewise(VectorOperators.LSHR, IOTA.add(8 * c)).and(1).lanewise(VectorOperators.LSHL, 4);
+                IntVector hHi = qh.lanewise(VectorOperators.LSHR, IOTA.add(16 + 8 * c)).and(1).lanewise(VectorOperators.LSHL, 4);
+                fl(q.and(15).or(hLo)).mul(d).add(m).intoArray(y, o + 8 * c);
+                fl(q.lanewise(VectorOperators.LSHR, 4).or(hHi)).mul(d).add(m).intoArray(y, o + 16 + 8 * c);
+            }
         }
     }
 
     // block_q2_K { scales[16]; qs[64]; d; dmin }: element e = 128h + 32s + l has
     // q = (qs[32h + l] >> 2s) & 3, y = d*(sc & 15) * q - dmin*(sc >> 4), sc = scales[e / 16]
-    private static void q2_K(MemorySegment s, long b, float[] y, int o) {
-        float d = half(s, b + 80), dmin = half(s, b + 82);
-        for (int h = 0; h < 2; h++) {
-            for (int l0 = 0; l0 < 32; l0 += 8) {
-                IntVector q = u8(s, b + 16 + 32 * h + l0);
-                for (int sh = 0; sh < 4; sh++) {
-                    int e = 128 * h + 32 * sh + l0;
-                    int sc = s.get(ValueLayout.JAVA_BYTE, b + e / 16) & 0xFF;
-                    float dl = d * (sc & 15), ml = dmin * (sc >> 4);
-                    fl(q.lanewise(VectorOperators.LSHR, 2 * sh).and(3)).mul(dl).sub(ml).intoArray(y, o + e);
-                }
+    private static void q2_K(MemorySegment s, long off, float[] y, int dstOff, int nBlocks) {
+        for (int blk = 0; blk < nBlocks; blk++) {
+            long b = off + 84L * blk;
+            int o = dstOff + 256 * blk;
+            float d = half(s, b + 80), dmin = half(s, b + 82);
+            for (int e = 0; e < 256; e += 8) {
+                int h = e / 128, sh = (e % 128) / 32, l0 = e % 32;
+                int sc = s.get(ValueLayout.JAVA_BYTE, b + e / 16) & 0xFF;
+                lowBits(s, b + 16 + 32 * h + l0, 2 * sh, 3, d * (sc & 15), dmin * (sc >> 4), y, o + e);
             }
         }
     }
 
+    /** 8 elements: y = ((byte >> shift) & mask) * scale - min. */
+    private static void lowBits(MemorySegment s, long off, int shift, int mask, float scale, float min, float[] y, int o) {
+        fl(u8(s, off).lanewise(VectorOperators.LSHR, shift).and(mask)).mul(scale).sub(min).intoArray(y, o);
+    }
+
     // block_q3_K { hmask[32]; qs[64]; scales[12]; d }: q = ((qs[32h + l] >> 2s) & 3) - (hmask bit e/32 of
     // hmask[l] ? 0 : 4), y = d * (scale6(e / 16) - 32) * q
-    private static void q3_K(MemorySegment s, long b, float[] y, int o, int[] sc) {
-        float d = half(s, b + 108);
-        for (int i = 0; i < 16; i++) {
-            int lo4 = i < 8 ? s.get(ValueLayout.JAVA_BYTE, b + 96 + i) & 15 : (s.get(ValueLayout.JAVA_BYTE, b + 96 + i - 8) & 0xFF) >> 4;
-            int hi2 = ((s.get(ValueLayout.JAVA_BYTE, b + 96 + 8 + i % 4) & 0xFF) >> (2 * (i / 4))) & 3;
-            sc[i] = (lo4 | hi2 << 4) - 32;
-        }
-        for (int l0 = 0; l0 < 32; l0 += 8) {
-            IntVector hm = u8(s, b + l0);
-            for (int h = 0; h < 2; h++) {
-                IntVector q = u8(s, b + 32 + 32 * h + l0);
-                for (int sh = 0; sh < 4; sh++) {
-                    int e = 128 * h + 32 * sh + l0;
-                    IntVector hbit = hm.lanewise(VectorOperators.LSHR, e / 32).and(1);
-                    // hbit set: no offset; clear: -4
-                    IntVector v = q.lanewise(VectorOperators.LSHR, 2 * sh).and(3).sub(4).add(hbit.lanewise(VectorOperators.LSHL, 2));
-                    float dl = d * sc[e / 16];
-                    fl(v).mul(dl).intoArray(y, o + e);
-                }
+    private static void q3_K(MemorySegment s, long off, float[] y, int dstOff, int nBlocks) {
+        int[] sc = new int[16];
+        for (int blk = 0; blk < nBlocks; blk++) {
+            long b = off + 110L * blk;
+            int o = dstOff + 256 * blk;
+            float d = half(s, b + 108);
+            for (int i = 0; i < 16; i++) {
+                int lo4 = i < 8 ? s.get(ValueLayout.JAVA_BYTE, b + 96 + i) & 15 : (s.get(ValueLayout.JAVA_BYTE, b + 96 + i - 8) & 0xFF) >> 4;
+                int hi2 = ((s.get(ValueLayout.JAVA_BYTE, b + 96 + 8 + i % 4) & 0xFF) >> (2 * (i / 4))) & 3;
+                sc[i] = (lo4 | hi2 << 4) - 32;
+            }
+            for (int e = 0; e < 256; e += 8) {
+                int h = e / 128, sh = (e % 128) / 32, l0 = e % 32;
+                q3Lanes(s, b + 32 + 32 * h + l0, 2 * sh, b + l0, e / 32, d * sc[e / 16], y, o + e);
             }
         }
+    }
+
+    /** 8 elements of Q3_K: ((qs >> shift) & 3) - 4 + 4 * (bit hbit of hmask), times dl. */
+    private static void q3Lanes(MemorySegment s, long qs, int shift, long hm, int hbit, float dl, float[] y, int o) {
+        IntVector hi = u8(s, hm).lanewise(VectorOperators.LSHR, hbit).and(1).lanewise(VectorOperators.LSHL, 2);
+        fl(u8(s, qs).lanewise(VectorOperators.LSHR, shift).and(3).sub(4).add(hi)).mul(dl).intoArray(y, o);
     }
 
     /** Q4_K/Q5_K 6-bit scale j and min j of the 12 bytes at off (ggml get_scale_min_k4). */
@@ -227,59 +243,66 @@ public final class VectorDecode {
 
     // block_q4_K { d; dmin; scales[12]; qs[128] }: element 64c + 32n + l: q = (qs[32c + l] >> 4n) & 15,
     // y = d*sc * q - dmin*m of sub-block 2c + n
-    private static void q4_K(MemorySegment s, long b, float[] y, int o, int[] sc, int[] mn) {
-        float d = half(s, b), dmin = half(s, b + 2);
-        scaleMinK4(s, b + 4, sc, mn);
-        for (int c = 0; c < 4; c++) {
-            float d1 = d * sc[2 * c], m1 = dmin * mn[2 * c];
-            float d2 = d * sc[2 * c + 1], m2 = dmin * mn[2 * c + 1];
-            for (int l0 = 0; l0 < 32; l0 += 8) {
-                IntVector q = u8(s, b + 16 + 32 * c + l0);
-                fl(q.and(15)).mul(d1).sub(m1).intoArray(y, o + 64 * c + l0);
-                fl(q.lanewise(VectorOperators.LSHR, 4)).mul(d2).sub(m2).intoArray(y, o + 64 * c + 32 + l0);
+    private static void q4_K(MemorySegment s, long off, float[] y, int dstOff, int nBlocks) {
+        int[] sc = new int[8], mn = new int[8];
+        for (int blk = 0; blk < nBlocks; blk++) {
+            long b = off + 144L * blk;
+            int o = dstOff + 256 * blk;
+            float d = half(s, b), dmin = half(s, b + 2);
+            scaleMinK4(s, b + 4, sc, mn);
+            for (int c = 0; c < 4; c++) {
+                float d1 = d * sc[2 * c], m1 = dmin * mn[2 * c];
+                float d2 = d * sc[2 * c + 1], m2 = dmin * mn[2 * c + 1];
+                for (int l0 = 0; l0 < 32; l0 += 8) {
+                    IntVector q = u8(s, b + 16 + 32 * c + l0);
+                    fl(q.and(15)).mul(d1).sub(m1).intoArray(y, o + 64 * c + l0);
+                    fl(q.lanewise(VectorOperators.LSHR, 4)).mul(d2).sub(m2).intoArray(y, o + 64 * c + 32 + l0);
+                }
             }
         }
     }
 
     // block_q5_K { d; dmin; scales[12]; qh[32]; qs[128] }: as Q4_K plus bit (e / 32) of qh[l] as bit 4
-    private static void q5_K(MemorySegment s, long b, float[] y, int o, int[] sc, int[] mn) {
-        float d = half(s, b), dmin = half(s, b + 2);
-        scaleMinK4(s, b + 4, sc, mn);
-        for (int c = 0; c < 4; c++) {
-            float d1 = d * sc[2 * c], m1 = dmin * mn[2 * c];
-            float d2 = d * sc[2 * c + 1], m2 = dmin * mn[2 * c + 1];
-            for (int l0 = 0; l0 < 32; l0 += 8) {
-                IntVector q = u8(s, b + 48 + 32 * c + l0);
-                IntVector qh = u8(s, b + 16 + l0);
-                IntVector h1 = qh.lanewise(VectorOperators.LSHR, 2 * c).and(1).lanewise(VectorOperators.LSHL, 4);
-                IntVector h2 = qh.lanewise(VectorOperators.LSHR, 2 * c + 1).and(1).lanewise(VectorOperators.LSHL, 4);
-                fl(q.and(15).add(h1)).mul(d1).sub(m1).intoArray(y, o + 64 * c + l0);
-                fl(q.lanewise(VectorOperators.LSHR, 4).add(h2)).mul(d2).sub(m2).intoArray(y, o + 64 * c + 32 + l0);
+    private static void q5_K(MemorySegment s, long off, float[] y, int dstOff, int nBlocks) {
+        int[] sc = new int[8], mn = new int[8];
+        for (int blk = 0; blk < nBlocks; blk++) {
+            long b = off + 176L * blk;
+            int o = dstOff + 256 * blk;
+            float d = half(s, b), dmin = half(s, b + 2);
+            scaleMinK4(s, b + 4, sc, mn);
+            for (int e = 0; e < 256; e += 8) {
+                int c = e / 64, nib = (e % 64) / 32, l0 = e % 32, sub = e / 32;
+                q5Lanes(s, b + 48 + 32 * c + l0, 4 * nib, b + 16 + l0, sub, d * sc[sub], dmin * mn[sub], y, o + e);
             }
         }
     }
 
+    /** 8 elements of Q5_K: (((qs >> shift) & 15) | (bit `bit` of qh) << 4) * dl - ml. */
+    private static void q5Lanes(MemorySegment s, long qs, int shift, long qh, int bit, float dl, float ml, float[] y, int o) {
+        IntVector hi = u8(s, qh).lanewise(VectorOperators.LSHR, bit).and(1).lanewise(VectorOperators.LSHL, 4);
+        fl(u8(s, qs).lanewise(VectorOperators.LSHR, shift).and(15).or(hi)).mul(dl).sub(ml).intoArray(y, o);
+    }
+
     // block_q6_K { ql[128]; qh[64]; int8 scales[16]; d }: per 128-half h and l < 32:
     // q1..q4 = ((ql[64h + l (+32)] & 15 | >> 4) | ((qh[32h + l] >> 2k) & 3) << 4) - 32 at l, l+32, l+64, l+96
-    private static void q6_K(MemorySegment s, long b, float[] y, int o) {
-        float d = half(s, b + 208);
-        for (int h = 0; h < 2; h++) {
-            for (int l0 = 0; l0 < 32; l0 += 8) {
-                IntVector qlA = u8(s, b + 64 * h + l0);
-                IntVector qlB = u8(s, b + 64 * h + 32 + l0);
-                IntVector qh = u8(s, b + 128 + 32 * h + l0);
-                int is = 8 * h + l0 / 16;
-                IntVector q1 = qlA.and(15).or(qh.and(3).lanewise(VectorOperators.LSHL, 4)).sub(32);
-                IntVector q2 = qlB.and(15).or(qh.lanewise(VectorOperators.LSHR, 2).and(3).lanewise(VectorOperators.LSHL, 4)).sub(32);
-                IntVector q3 = qlA.lanewise(VectorOperators.LSHR, 4).or(qh.lanewise(VectorOperators.LSHR, 4).and(3).lanewise(VectorOperators.LSHL, 4)).sub(32);
-                IntVector q4 = qlB.lanewise(VectorOperators.LSHR, 4).or(qh.lanewise(VectorOperators.LSHR, 6).and(3).lanewise(VectorOperators.LSHL, 4)).sub(32);
-                int base = o + 128 * h + l0;
-                fl(q1).mul(d * scale8(s, b + 192 + is)).intoArray(y, base);
-                fl(q2).mul(d * scale8(s, b + 192 + is + 2)).intoArray(y, base + 32);
-                fl(q3).mul(d * scale8(s, b + 192 + is + 4)).intoArray(y, base + 64);
-                fl(q4).mul(d * scale8(s, b + 192 + is + 6)).intoArray(y, base + 96);
+    private static void q6_K(MemorySegment s, long off, float[] y, int dstOff, int nBlocks) {
+        for (int blk = 0; blk < nBlocks; blk++) {
+            long b = off + 210L * blk;
+            int o = dstOff + 256 * blk;
+            float d = half(s, b + 208);
+            for (int e = 0; e < 256; e += 8) {
+                int h = e / 128, k = (e % 128) / 32, l0 = e % 32;
+                // quarter k of a half: low nibble (k < 2) or high nibble of ql[64h + 32(k % 2) + l], bits 2k of qh[32h + l]
+                q6Lanes(s, b + 64 * h + 32 * (k % 2) + l0, 4 * (k / 2), b + 128 + 32 * h + l0, 2 * k,
+                        d * scale8(s, b + 192 + e / 16), y, o + e);
             }
         }
+    }
+
+    /** 8 elements of Q6_K: ((((ql >> loShift) & 15) | ((qh >> hiShift) & 3) << 4) - 32) * dl. */
+    private static void q6Lanes(MemorySegment s, long ql, int loShift, long qh, int hiShift, float dl, float[] y, int o) {
+        IntVector hi = u8(s, qh).lanewise(VectorOperators.LSHR, hiShift).and(3).lanewise(VectorOperators.LSHL, 4);
+        fl(u8(s, ql).lanewise(VectorOperators.LSHR, loShift).and(15).or(hi).sub(32)).mul(dl).intoArray(y, o);
     }
 
     private static int scale8(MemorySegment s, long off) {
