@@ -8,15 +8,16 @@ import dev.v100.converter.recipe.LlamaFamilyRecipe;
 import dev.v100.converter.source.Checkpoint;
 import dev.v100.converter.source.Checkpoints;
 import dev.v100.converter.source.SourceTensor;
+import dev.v100.converter.source.StreamingCheckpoint;
 import dev.v100.converter.tensor.ConvertedTensor;
 import dev.v100.converter.tensor.SliceCopier;
+import dev.v100.converter.tensor.SliceOutput;
 import dev.v100.formats.ModelFormatException;
 import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.formats.bundle.BundleWriter;
 import dev.v100.formats.bundle.Checksums;
 import dev.v100.formats.bundle.ModelConfig;
 
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -39,6 +40,8 @@ import java.util.concurrent.Future;
 public final class Converter {
     public static final String PRODUCER = "v100-convert " + Version.VERSION;
     public static final long ALIGNMENT_BYTES = 4096;
+    /** Source bytes an archive conversion may hold in memory while tasks catch up. */
+    static final long STREAM_BUDGET_BYTES = 1L << 30;
     public static final List<ArchRecipe> RECIPES = List.of(new LlamaFamilyRecipe());
 
     /**
@@ -73,8 +76,8 @@ public final class Converter {
                          long clampedValues) {}
 
     /** One tensor as a rank stores it. */
-    private record Planned(TensorSpec spec, StoragePolicy.Decision decision, BundleManifest.Slice slice, long[] storedShape,
-                           long offset, long bytes) {}
+    private record Planned(TensorSpec spec, StoragePolicy.Decision decision, List<String> sources, BundleManifest.Slice slice,
+                           long[] storedShape, long offset, long bytes) {}
 
     private record RankPlan(int rank, int tpRank, int stage, String file, List<Planned> tensors, long fileBytes) {}
 
@@ -101,11 +104,14 @@ public final class Converter {
         // 1. every bundle tensor as a lazy view over the source, with its storage decided
         StoragePolicy policy = new StoragePolicy(o.matmulF16());
         Map<TensorSpec, StoragePolicy.Decision> produced = new LinkedHashMap<>();
+        Map<TensorSpec, List<String>> sourcesOf = new LinkedHashMap<>();
         Set<String> consumed = new HashSet<>();
         for (TensorSpec spec : recipe.expectedTensors(cfg)) {
             var data = recipe.produce(spec, ckpt, cfg);
             if (data.isEmpty()) continue;
-            consumed.addAll(recipe.sourceNames(spec, ckpt, cfg));
+            List<String> sources = recipe.sourceNames(spec, ckpt, cfg);
+            sourcesOf.put(spec, sources);
+            consumed.addAll(sources);
             StoragePolicy.Decision d = policy.decide(spec, data.get());
             produced.put(spec, d);
             if (d.note() != null) note(o, notes, spec.name() + ": " + d.note());
@@ -137,7 +143,7 @@ public final class Converter {
                     BundleManifest.Slice slice = ShardPlanner.slice(spec, data.type(), o.tp(), tpRank);
                     long bytes = SliceCopier.storedBytes(data, slice);
                     off = align(off);
-                    list.add(new Planned(spec, e.getValue(), slice, ShardPlanner.storedShape(spec.shape(), slice), off, bytes));
+                    list.add(new Planned(spec, e.getValue(), sourcesOf.get(spec), slice, ShardPlanner.storedShape(spec.shape(), slice), off, bytes));
                     off += bytes;
                 }
                 ranks.add(new RankPlan(rank, tpRank, st.stage(), "rank-" + rank + ".bin", list, off));
@@ -148,7 +154,7 @@ public final class Converter {
         // 3. write
         o.progress().start("converting " + ckpt.location().getFileName() + " -> " + out.getFileName(), total);
         try (BundleWriter w = BundleWriter.create(out, o.force()).faultHook(o.faultHook())) {
-            List<String[]> crcs = writeData(w, ranks, o);
+            List<String[]> crcs = writeData(w, ranks, o, ckpt);
             SideFiles.Result side = SideFiles.write(ckpt, w);
             BundleManifest manifest = manifest(ckpt, cfg, o, stages, ranks, crcs, side);
             w.commit(manifest);
@@ -182,12 +188,22 @@ public final class Converter {
         return (off + ALIGNMENT_BYTES - 1) / ALIGNMENT_BYTES * ALIGNMENT_BYTES;
     }
 
-    private List<String[]> writeData(BundleWriter w, List<RankPlan> ranks, Options o) {
+    /** One tensor slice to write: a unit of parallel work. */
+    private record Task(int rankIndex, int tensorIndex, Planned p, java.nio.channels.FileChannel dst, String[] crcs, int rank) {}
+
+    private List<String[]> writeData(BundleWriter w, List<RankPlan> ranks, Options o, Checkpoint ckpt) {
         List<String[]> crcs = new ArrayList<>();
         int[] fileIndex = new int[ranks.size()];
         for (int i = 0; i < ranks.size(); i++) {
             fileIndex[i] = w.createDataFile(ranks.get(i).file(), ranks.get(i).fileBytes());
             crcs.add(new String[ranks.get(i).tensors().size()]);
+        }
+        List<Task> tasks = new ArrayList<>();
+        for (int i = 0; i < ranks.size(); i++) {
+            RankPlan rp = ranks.get(i);
+            for (int j = 0; j < rp.tensors().size(); j++) {
+                tasks.add(new Task(i, j, rp.tensors().get(j), w.channel(fileIndex[i]), crcs.get(i), rp.rank()));
+            }
         }
         ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, o.threads()), r -> {
             Thread t = new Thread(r, "convert");
@@ -195,43 +211,128 @@ public final class Converter {
             return t;
         });
         try {
-            List<Future<?>> futures = new ArrayList<>();
-            for (int i = 0; i < ranks.size(); i++) {
-                RankPlan rp = ranks.get(i);
-                MemorySegment dst = w.rankData(fileIndex[i]);
-                String[] rankCrcs = crcs.get(i);
-                for (int j = 0; j < rp.tensors().size(); j++) {
-                    Planned p = rp.tensors().get(j);
-                    int jj = j;
-                    futures.add(pool.submit(() -> {
-                        try {
-                            long n = SliceCopier.copy(p.decision().data(), p.slice(), dst, p.offset(), o.progress()::advance);
-                            if (n != p.bytes()) throw new IllegalStateException(p.spec().name() + ": wrote " + n + " bytes, planned " + p.bytes());
-                            rankCrcs[jj] = Checksums.crc32c(dst.asSlice(p.offset(), p.bytes()));
-                        } catch (RuntimeException e) {
-                            throw new ModelFormatException("converting " + p.spec().name() + " for rank " + rp.rank() + ": " + e.getMessage(), e);
-                        }
-                        o.faultHook().at("after-tensor");
-                        return null;
-                    }));
-                }
-            }
-            for (Future<?> f : futures) {
-                try {
-                    f.get();
-                } catch (ExecutionException e) {
-                    for (Future<?> g : futures) g.cancel(true);
-                    if (e.getCause() instanceof RuntimeException re) throw re;
-                    throw new IllegalStateException(e.getCause());
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("interrupted", e);
-                }
-            }
+            if (ckpt instanceof StreamingCheckpoint sc) streamTasks(sc, tasks, pool, o);
+            else awaitAll(tasks.stream().map(t -> pool.submit(() -> run(t, o))).toList());
         } finally {
             pool.shutdownNow();
         }
         return crcs;
+    }
+
+    private static Void run(Task t, Options o) {
+        Planned p = t.p();
+        try (SliceOutput.ToChannel out = new SliceOutput.ToChannel(t.dst(), p.offset())) {
+            long n = SliceCopier.copy(p.decision().data(), p.slice(), out, o.progress()::advance);
+            long crc = out.finish();
+            if (n != p.bytes() || out.written() != p.bytes()) {
+                throw new IllegalStateException(p.spec().name() + ": wrote " + n + " bytes, planned " + p.bytes());
+            }
+            t.crcs()[t.tensorIndex()] = Checksums.hex32(crc);
+        } catch (RuntimeException e) {
+            throw new ModelFormatException("converting " + p.spec().name() + " for rank " + t.rank() + ": " + e.getMessage(), e);
+        }
+        o.faultHook().at("after-tensor");
+        return null;
+    }
+
+    private static void awaitAll(List<? extends Future<?>> futures) {
+        for (Future<?> f : futures) {
+            try {
+                f.get();
+            } catch (ExecutionException e) {
+                for (Future<?> g : futures) g.cancel(true);
+                if (e.getCause() instanceof RuntimeException re) throw re;
+                throw new IllegalStateException(e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
+        }
+    }
+
+    /**
+     * Archive sources deliver tensors in archive order: a task starts once all its sources are in
+     * memory, and a source is released once every task that reads it is done. The stream waits while
+     * more than {@link #STREAM_BUDGET_BYTES} are held and tasks are still running to free them.
+     */
+    private static void streamTasks(StreamingCheckpoint sc, List<Task> tasks, ExecutorService pool, Options o) {
+        Map<String, List<Task>> bySource = new LinkedHashMap<>();
+        Map<Task, Integer> missing = new java.util.IdentityHashMap<>();
+        Map<String, Integer> readers = new java.util.concurrent.ConcurrentHashMap<>();
+        List<Future<?>> futures = java.util.Collections.synchronizedList(new ArrayList<>());
+        Object lock = new Object();
+        long[] held = {0};
+        java.util.concurrent.atomic.AtomicInteger running = new java.util.concurrent.atomic.AtomicInteger();
+        Map<String, Long> sizes = new java.util.concurrent.ConcurrentHashMap<>();
+        java.util.function.Consumer<Task> submit = t -> {
+            running.incrementAndGet();
+            futures.add(pool.submit(() -> {
+                try {
+                    return run(t, o);
+                } finally {
+                    for (String s : t.p().sources()) {
+                        if (readers.merge(s, -1, Integer::sum) == 0) {
+                            sc.release(s);
+                            synchronized (lock) {
+                                held[0] -= sizes.getOrDefault(s, 0L);
+                            }
+                        }
+                    }
+                    running.decrementAndGet();
+                    synchronized (lock) {
+                        lock.notifyAll();
+                    }
+                }
+            }));
+        };
+        for (Task t : tasks) {
+            if (t.p().sources().isEmpty()) {
+                submit.accept(t);
+                continue;
+            }
+            missing.put(t, t.p().sources().size());
+            for (String s : t.p().sources()) {
+                bySource.computeIfAbsent(s, k -> new ArrayList<>()).add(t);
+                readers.merge(s, 1, Integer::sum);
+            }
+        }
+        try {
+            sc.stream(bySource.keySet(), (name, bytes) -> {
+                sizes.put(name, bytes);
+                synchronized (lock) {
+                    held[0] += bytes;
+                }
+                for (Task t : bySource.get(name)) {
+                    int left;
+                    synchronized (missing) {
+                        left = missing.merge(t, -1, Integer::sum);
+                    }
+                    if (left == 0) submit.accept(t);
+                }
+                synchronized (lock) {
+                    while (held[0] > STREAM_BUDGET_BYTES && running.get() > 0) lock.wait(1000);
+                }
+                for (Future<?> f : List.copyOf(futures)) {
+                    if (f.isDone()) {
+                        try {
+                            f.get();
+                        } catch (ExecutionException e) {
+                            throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+                        }
+                    }
+                }
+            });
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+        awaitAll(List.copyOf(futures));
+        synchronized (missing) {
+            for (Map.Entry<Task, Integer> e : missing.entrySet()) {
+                if (e.getValue() > 0) throw new ModelFormatException(sc.location() + ": the archive never delivered the sources of "
+                        + e.getKey().p().spec().name());
+            }
+        }
     }
 
     private static BundleManifest manifest(Checkpoint ckpt, ModelConfig cfg, Options o, List<BundleManifest.Stage> stages,

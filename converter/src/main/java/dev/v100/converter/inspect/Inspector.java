@@ -9,6 +9,10 @@ import dev.v100.formats.gguf.GgufFile;
 import dev.v100.formats.gguf.GgufTensor;
 import dev.v100.formats.gguf.GgufValue;
 import dev.v100.formats.gguf.GgufValueType;
+import dev.v100.formats.hf.HfConfig;
+import dev.v100.formats.safetensors.SafetensorsFile;
+import dev.v100.formats.safetensors.SafetensorsModel;
+import dev.v100.formats.safetensors.SafetensorsTensor;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -35,11 +39,13 @@ public final class Inspector {
     public static Map<String, Object> inspect(Path path) {
         if (Files.isDirectory(path)) {
             if (Files.isRegularFile(path.resolve(BundleManifest.MANIFEST))) return bundle(path);
-            throw new ModelFormatException(path + ": not a bundle directory (no manifest.json)");
+            if (Files.isRegularFile(path.resolve("config.json"))) return hfDirectory(path);
+            throw new ModelFormatException(path + ": neither a bundle (manifest.json) nor an HF directory (config.json)");
         }
         if (!Files.isRegularFile(path)) throw new ModelFormatException(path + ": no such file or directory");
         byte[] head = head(path);
         if (head.length >= 4 && head[0] == 'G' && head[1] == 'G' && head[2] == 'U' && head[3] == 'F') return gguf(path);
+        if (path.getFileName().toString().endsWith(".safetensors")) return safetensors(path);
         if (path.getFileName().toString().endsWith(".tar")) return bundle(path);
         throw new ModelFormatException(path + ": not a GGUF file, a safetensors file, an HF directory or a bundle");
     }
@@ -114,6 +120,68 @@ public final class Inspector {
             }
             default -> v;
         };
+    }
+
+    // ------------------------------------------------------------------ safetensors / HF
+
+    public static Map<String, Object> safetensors(Path path) {
+        try (SafetensorsFile f = SafetensorsFile.open(path)) {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("format", "safetensors");
+            out.put("files", List.of(path.toString()));
+            List<Map<String, Object>> md = new ArrayList<>();
+            f.metadata().forEach((k, v) -> md.add(kv(k, "STRING", v)));
+            out.put("metadata", md);
+            out.put("tensors", stTensors(f, null));
+            return out;
+        }
+    }
+
+    public static Map<String, Object> hfDirectory(Path dir) {
+        try (SafetensorsModel m = SafetensorsModel.open(dir)) {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("format", "hf-safetensors");
+            out.put("files", m.files().stream().map(f -> f.file().toString()).toList());
+            HfConfig c = HfConfig.read(dir.resolve("config.json"));
+            List<Map<String, Object>> md = new ArrayList<>();
+            md.add(kv("architectures", "CONFIG", c.architectures()));
+            c.modelType().ifPresent(v -> md.add(kv("model_type", "CONFIG", v)));
+            if (c.isMultimodal()) c.textModelType().ifPresent(v -> md.add(kv("text_config.model_type", "CONFIG", v)));
+            c.quantization().ifPresent(q -> md.add(kv("quantization_config", "CONFIG", q.toString())));
+            for (var e : (Iterable<Map.Entry<String, com.fasterxml.jackson.databind.JsonNode>>) c.textRaw()::fields) {
+                var v = e.getValue();
+                if (!v.isValueNode() || e.getKey().equals("model_type")) continue;
+                md.add(kv(e.getKey(), "CONFIG", v.isNumber() ? v.numberValue() : v.isBoolean() ? (Object) v.booleanValue() : v.isNull() ? null : v.asText()));
+            }
+            out.put("metadata", md);
+            List<Map<String, Object>> ts = new ArrayList<>();
+            for (int i = 0; i < m.files().size(); i++) ts.addAll(stTensors(m.files().get(i), m.files().size() > 1 ? i : null));
+            out.put("tensors", ts);
+            return out;
+        }
+    }
+
+    private static List<Map<String, Object>> stTensors(SafetensorsFile f, Integer fileIndex) {
+        List<Map<String, Object>> ts = new ArrayList<>();
+        for (SafetensorsTensor t : f.tensors()) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("name", t.name());
+            m.put("type", t.dtype().wireName);
+            m.put("shape", t.shape());
+            m.put("bytes", t.byteSize());
+            m.put("offset", t.offsetBytes());
+            if (fileIndex != null) m.put("file", fileIndex);
+            ts.add(m);
+        }
+        return ts;
+    }
+
+    private static Map<String, Object> kv(String key, String type, Object value) {
+        Map<String, Object> kv = new LinkedHashMap<>();
+        kv.put("key", key);
+        kv.put("type", type);
+        kv.put("value", value);
+        return kv;
     }
 
     // ------------------------------------------------------------------ bundle

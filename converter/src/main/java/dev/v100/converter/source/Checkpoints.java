@@ -24,7 +24,7 @@ public final class Checkpoints {
         }
         String name = src.getFileName().toString();
         if (name.endsWith(".tar") || name.endsWith(".tar.gz") || name.endsWith(".tgz") || name.endsWith(".tar.zst")) {
-            throw new ModelFormatException(src + ": archive sources are not supported yet");
+            return ArchiveCheckpoint.open(src);
         }
         throw new ModelFormatException(src + ": not a GGUF file, an HF directory or a .tar/.tar.gz/.tar.zst archive of one");
     }

@@ -33,6 +33,16 @@ public final class SliceCopier {
      * @return bytes written
      */
     public static long copy(TensorData t, BundleManifest.Slice slice, MemorySegment dst, long offsetBytes, LongConsumer progress) {
+        return copy(t, slice, SliceOutput.into(dst, offsetBytes), progress);
+    }
+
+    /**
+     * Writes the slice to {@code out}, in stored order; reports bytes written to progress as it goes.
+     *
+     * @return bytes written
+     */
+    public static long copy(TensorData t, BundleManifest.Slice slice, SliceOutput out, LongConsumer progress) {
+        long offsetBytes = 0;
         long[] shape = t.shape();
         long rowBytes = t.rowBytes();
         long pos = offsetBytes;
@@ -41,7 +51,7 @@ public final class SliceCopier {
             long chunk = Math.max(1, CHUNK_BYTES / Math.max(1, rowBytes));
             for (long r = 0; r < rows; r += chunk) {
                 long n = Math.min(chunk, rows - r);
-                t.copyRows(r, n, dst, pos);
+                t.copyRows(r, n, out.next(n * rowBytes), 0);
                 pos += n * rowBytes;
                 progress.accept(n * rowBytes);
             }
@@ -62,7 +72,7 @@ public final class SliceCopier {
                     long chunk = Math.max(1, CHUNK_BYTES / Math.max(1, rowBytes));
                     for (long r = 0; r < nRows; r += chunk) {
                         long n = Math.min(chunk, nRows - r);
-                        t.copyRows(row0 + r, n, dst, pos);
+                        t.copyRows(row0 + r, n, out.next(n * rowBytes), 0);
                         pos += n * rowBytes;
                         progress.accept(n * rowBytes);
                     }
@@ -81,7 +91,7 @@ public final class SliceCopier {
             for (BundleManifest.Range rg : slice.ranges()) {
                 long b0 = rg.start() / block * typeSize;
                 long nb = rg.length() / block * typeSize;
-                MemorySegment.copy(row, b0, dst, pos, nb);
+                MemorySegment.copy(row, b0, out.next(nb), 0, nb);
                 pos += nb;
                 written += nb;
             }

@@ -82,6 +82,14 @@ public final class MemoryCheckpoint implements Checkpoint {
         return c;
     }
 
+    /** Writes this checkpoint as a real GGUF file. */
+    public static void writeGguf(MemoryCheckpoint c, Path file) throws java.io.IOException {
+        dev.v100.formats.gguf.GgufWriter w = new dev.v100.formats.gguf.GgufWriter();
+        c.metadata.forEach(w::put);
+        c.tensors.forEach((n, t) -> w.addTensor(n, t.type(), t.shape(), t.segment()));
+        w.write(file);
+    }
+
     public MappedTensor mapped(String name) {
         return tensors.get(name);
     }

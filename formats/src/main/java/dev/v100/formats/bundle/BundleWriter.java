@@ -24,8 +24,9 @@ import java.util.stream.Stream;
  * written. A bundle without a valid manifest.sha256 never opens, so a run killed at any moment
  * leaves nothing that {@code verify} or the runtime accepts.
  *
- * <p>Data files are created at their planned final size and mapped read-write; callers copy
- * tensor bytes into {@link #rankData(int)} at the offsets of the plan, from any thread.
+ * <p>Data files are created at their planned final size; callers write tensor bytes at the offsets
+ * of the plan through {@link #channel(int)} (positional writes, any thread), or through a
+ * read-write mapping from {@link #rankData(int)}.
  */
 public final class BundleWriter implements AutoCloseable {
     /** Test hook: called at named points of {@link #commit}; may throw to simulate a crash. */
@@ -96,21 +97,31 @@ public final class BundleWriter implements AutoCloseable {
                     throw new BundleException("not enough disk space in " + temp.getParent() + ": " + relPath + " needs "
                             + sizeBytes + " bytes, " + free + " are free");
                 }
-                ch.truncate(sizeBytes);
-                ch.write(java.nio.ByteBuffer.wrap(new byte[1]), sizeBytes - 1);
-                maps.add(ch.map(FileChannel.MapMode.READ_WRITE, 0, sizeBytes, arena));
-            } else {
-                maps.add(MemorySegment.NULL.reinterpret(0));
+                ch.write(java.nio.ByteBuffer.wrap(new byte[1]), sizeBytes - 1);   // final size, sparse until written
             }
+            maps.add(null);
             return maps.size() - 1;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create " + f + ": " + e.getMessage(), e);
         }
     }
 
-    /** The writable mapping of data file {@code index}. */
-    public MemorySegment rankData(int index) {
+    /** A read-write mapping of data file {@code index} (created on first use). */
+    public synchronized MemorySegment rankData(int index) {
+        if (maps.get(index) == null) {
+            try {
+                FileChannel ch = channels.get(index);
+                maps.set(index, ch.size() == 0 ? MemorySegment.ofArray(new byte[0]) : ch.map(FileChannel.MapMode.READ_WRITE, 0, ch.size(), arena));
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot map " + dataFiles.get(index) + ": " + e.getMessage(), e);
+            }
+        }
         return maps.get(index);
+    }
+
+    /** The channel of data file {@code index}, for positional writes from any thread. */
+    public FileChannel channel(int index) {
+        return channels.get(index);
     }
 
     /** Writes a side file (tokenizer, template) and returns its manifest entry. */
@@ -131,7 +142,7 @@ public final class BundleWriter implements AutoCloseable {
         if (committed) throw new IllegalStateException("already committed");
         try {
             hook.at("before-sync");
-            for (MemorySegment m : maps) if (m.byteSize() > 0) m.force();
+            for (MemorySegment m : maps) if (m != null && m.byteSize() > 0 && m.isMapped()) m.force();
             for (FileChannel ch : channels) ch.force(true);
             hook.at("after-sync");
             byte[] json = BundleJson.write(manifest);

@@ -123,6 +123,26 @@ public final class GgufFile implements AutoCloseable {
         }
     }
 
+    /**
+     * Parses only the header of a file whose first bytes are in {@code prefix} and whose full length
+     * is {@code fileBytes} (a member of a tar stream). Throws InvalidModelFileException when the prefix
+     * is too short or the header is bad; callers retry with a longer prefix while one exists. The
+     * result describes metadata and tensor infos; {@link #data} refuses to read from it.
+     */
+    public static GgufFile parseHeader(Path nameForErrors, byte[] prefix, long fileBytes) {
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment seg = arena.allocate(Math.max(1, prefix.length));
+            MemorySegment.copy(prefix, 0, seg, ValueLayout.JAVA_BYTE, 0, prefix.length);
+            seg = seg.asSlice(0, prefix.length).asReadOnly();
+            Part p = parse(nameForErrors, seg, fileBytes, 0);
+            return new GgufFile(List.of(nameForErrors), List.of(p), arena);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
     /** The split set a path belongs to, in order; a single file when the name is not a split name. */
     public static List<Path> splitSiblings(Path path) {
         Path name = path.getFileName();
@@ -211,6 +231,14 @@ public final class GgufFile implements AutoCloseable {
     private record Info(String name, GgmlType type, long[] ne, long byteSize, long offset, long infoAt, long offsetAt) {}
 
     private static Part parse(Path file, MemorySegment seg, int fileIndex) {
+        return parse(file, seg, seg.byteSize(), fileIndex);
+    }
+
+    /**
+     * @param fileBytes the file's real length; seg may hold only a prefix of it (header-only parsing of
+     *                  an archive member), in which case no tensor data may be read from the result
+     */
+    private static Part parse(Path file, MemorySegment seg, long fileBytes, int fileIndex) {
         Cursor c = new Cursor(file, seg);
         int magic = c.u32("magic");
         if (magic != MAGIC) {
@@ -293,14 +321,14 @@ public final class GgufFile implements AutoCloseable {
         long offsetAlign = alignment;
         List<String> warnings = new ArrayList<>();
         if (alignment > DEFAULT_ALIGNMENT && !infos.isEmpty()
-                && !declaredLayoutFits(infos, alignment, dataStart, seg.byteSize())
-                && ggml32LayoutFits(infos, alignUp(infosEnd, DEFAULT_ALIGNMENT), seg.byteSize())) {
+                && !declaredLayoutFits(infos, alignment, dataStart, fileBytes)
+                && ggml32LayoutFits(infos, alignUp(infosEnd, DEFAULT_ALIGNMENT), fileBytes)) {
             warnings.add("general.alignment is " + alignment + " but the data is laid out on " + DEFAULT_ALIGNMENT
                     + " bytes (as ggml's writer does when the key is set after the tensors); read with " + DEFAULT_ALIGNMENT);
             dataStart = alignUp(infosEnd, DEFAULT_ALIGNMENT);
             offsetAlign = DEFAULT_ALIGNMENT;
         }
-        long dataBytes = Math.max(0, seg.byteSize() - dataStart);
+        long dataBytes = Math.max(0, fileBytes - dataStart);
 
         List<GgufTensor> tensors = new ArrayList<>(infos.size());
         for (Info in : infos) {
@@ -624,6 +652,9 @@ public final class GgufFile implements AutoCloseable {
         Part p = parts.get(t.fileIndex());
         // an empty tensor may sit at the very end of a file whose last padding is missing
         if (t.byteSize() == 0) return p.map.asSlice(0, 0);
+        if (t.offsetBytes() + t.byteSize() > p.map.byteSize()) {
+            throw new ModelFormatException(p.file + ": the data of '" + t.name() + "' is not available (only the header was read)");
+        }
         return p.map.asSlice(t.offsetBytes(), t.byteSize());
     }
 

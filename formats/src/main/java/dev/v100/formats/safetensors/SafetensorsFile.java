@@ -105,6 +105,24 @@ public final class SafetensorsFile implements AutoCloseable {
         }
     }
 
+    /**
+     * Validates the header of a file whose first {@code 8 + header length} bytes are {@code prefix} and
+     * whose real length is {@code fileBytes} (a member of a tar stream). The result lists the tensors;
+     * {@link #data} refuses to read from it.
+     */
+    public static SafetensorsFile parseHeader(Path nameForErrors, byte[] prefix, long fileBytes) {
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment seg = arena.allocate(Math.max(1, prefix.length));
+            MemorySegment.copy(prefix, 0, seg, ValueLayout.JAVA_BYTE, 0, prefix.length);
+            seg = seg.asSlice(0, prefix.length).asReadOnly();
+            return new SafetensorsFile(nameForErrors, arena, seg, parseHeader(nameForErrors, seg, fileBytes));
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
     // ---------------------------------------------------------------- parsing
 
     private record Header(long headerBytes, List<SafetensorsTensor> tensors, Map<String, String> metadata) {}
@@ -121,7 +139,11 @@ public final class SafetensorsFile implements AutoCloseable {
     }
 
     private static Header parseHeader(Path file, MemorySegment seg) {
-        long size = seg.byteSize();
+        return parseHeader(file, seg, seg.byteSize());
+    }
+
+    /** @param size the file's real length; seg may hold only the first 8 + header-length bytes */
+    private static Header parseHeader(Path file, MemorySegment seg, long size) {
         if (size < 8) {
             throw new InvalidModelFileException(file, 0, "header length",
                     "file is " + size + " bytes, too small to hold the 8-byte header length (HeaderTooSmall)");
@@ -134,6 +156,9 @@ public final class SafetensorsFile implements AutoCloseable {
         if (n > size - 8) {
             throw new InvalidModelFileException(file, 0, "header length",
                     "header length " + n + " runs past the end of the " + size + "-byte file (InvalidHeaderLength; truncated?)");
+        }
+        if (n > seg.byteSize() - 8) {
+            throw new InvalidModelFileException(file, 8, "header", "only " + (seg.byteSize() - 8) + " of the " + n + " header bytes were read");
         }
         byte[] json = seg.asSlice(8, n).toArray(ValueLayout.JAVA_BYTE);
         int bad = firstInvalidUtf8(json);
@@ -395,6 +420,9 @@ public final class SafetensorsFile implements AutoCloseable {
     public MemorySegment data(SafetensorsTensor t) {
         SafetensorsTensor own = byName.get(t.name());
         if (!t.equals(own)) throw new IllegalArgumentException("tensor " + t + " is not from " + file);
+        if (t.offsetBytes() + t.byteSize() > map.byteSize()) {
+            throw new ModelFormatException(file + ": the data of '" + t.name() + "' is not available (only the header was read)");
+        }
         return map.asSlice(t.offsetBytes(), t.byteSize());
     }
 
