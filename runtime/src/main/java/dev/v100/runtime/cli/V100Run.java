@@ -41,7 +41,10 @@ public final class V100Run implements Runnable {
             }
             if (ex instanceof ModelFormatException || ex instanceof ModelLoadException || ex instanceof BackendException
                     || ex instanceof UncheckedIOException || ex instanceof IllegalArgumentException
-                    || ex instanceof ContextOverflowException || ex instanceof java.io.IOException) {
+                    || ex instanceof ContextOverflowException || ex instanceof java.io.IOException
+                    || ex instanceof dev.v100.runtime.chat.ChatTemplateException
+                    || ex instanceof dev.v100.runtime.tokenizer.InvalidTokenizerException
+                    || ex instanceof dev.v100.runtime.tokenizer.UnsupportedTokenizerException) {
                 cmd.getErr().println("error: " + ex.getMessage());
                 return EXIT_FAILURE;
             }
