@@ -240,20 +240,47 @@ public final class TestBundles {
 
     /** Writes spec's weights as a bundle cut for tp x pp; returns the bundle directory. */
     public static Path write(Path dir, Spec s, Map<String, Full> w, int tp, int pp) {
+        return write(dir, s, w, tp, pp, null);
+    }
+
+    /**
+     * As {@link #write(Path, Spec, Map, int, int)}, carrying an HF tokenizer directory's files
+     * (tokenizer.json, tokenizer_config.json, chat_template.jinja) into the bundle as the converter does.
+     */
+    public static Path write(Path dir, Spec s, Map<String, Full> w, int tp, int pp, Path hfTokenizerDir) {
         List<BundleManifest.Stage> stages = stages(s.layers, pp);
         List<List<Part>> perRank = new ArrayList<>();
         for (BundleManifest.Stage st : stages) {
             for (int t = 0; t < tp; t++) perRank.add(partsOf(s, w, tp, t, st, pp));
         }
-        return writeParts(dir, s, tp, pp, stages, perRank);
+        return writeParts(dir, s, tp, pp, stages, perRank, hfTokenizerDir);
     }
 
     private static long align(long v) {
         return (v + ALIGN - 1) / ALIGN * ALIGN;
     }
 
-    static Path writeParts(Path dir, Spec s, int tp, int pp, List<BundleManifest.Stage> stages, List<List<Part>> perRank) {
+    static Path writeParts(Path dir, Spec s, int tp, int pp, List<BundleManifest.Stage> stages, List<List<Part>> perRank,
+                           Path hfTokenizerDir) {
         try (BundleWriter bw = BundleWriter.create(dir, true)) {
+            List<BundleManifest.SideFile> side = new ArrayList<>();
+            BundleManifest.Tokenizer tok = null;
+            if (hfTokenizerDir != null) {
+                Map<String, String> files = new LinkedHashMap<>();
+                String template = null;
+                for (String f : List.of("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")) {
+                    Path p = hfTokenizerDir.resolve(f);
+                    if (!java.nio.file.Files.exists(p)) continue;
+                    try {
+                        side.add(bw.addSideFile("tokenizer/" + f, java.nio.file.Files.readAllBytes(p)));
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                    if (f.equals("chat_template.jinja")) template = "tokenizer/" + f;
+                    else files.put(f, "tokenizer/" + f);
+                }
+                tok = new BundleManifest.Tokenizer("hf", files, template);
+            }
             List<BundleManifest.Rank> ranks = new ArrayList<>();
             for (int rank = 0; rank < perRank.size(); rank++) {
                 List<Part> parts = perRank.get(rank);
@@ -276,17 +303,18 @@ public final class TestBundles {
                 }
                 ranks.add(new BundleManifest.Rank(rank, rank % tp, rank / tp, file, at, tensors));
             }
-            bw.commit(manifest(s, tp, pp, stages, ranks));
+            bw.commit(manifest(s, tp, pp, stages, ranks, tok, side));
         }
         return dir;
     }
 
-    static BundleManifest manifest(Spec s, int tp, int pp, List<BundleManifest.Stage> stages, List<BundleManifest.Rank> ranks) {
+    static BundleManifest manifest(Spec s, int tp, int pp, List<BundleManifest.Stage> stages, List<BundleManifest.Rank> ranks,
+                                   BundleManifest.Tokenizer tok, List<BundleManifest.SideFile> side) {
         return new BundleManifest(BundleManifest.FORMAT_VERSION, "v100 TestBundles",
                 new BundleManifest.Source("random", "synthetic", s.arch, s.matType.name()), s.config(),
-                new BundleManifest.Parallel(tp, pp, stages), ALIGN, null,
+                new BundleManifest.Parallel(tp, pp, stages), ALIGN, tok,
                 new BundleManifest.Generation(1, List.of(2), null, null, null, null, null, null, null, null),
-                List.of(), ranks);
+                side, ranks);
     }
 
     /**
@@ -341,7 +369,7 @@ public final class TestBundles {
                         offsets[i], sizes[i], Checksums.crc32c(part)));
             }
             List<BundleManifest.Rank> ranks = List.of(new BundleManifest.Rank(0, 0, 0, "rank-0.bin", at, tensors));
-            bw.commit(manifest(s, 1, 1, stages(s.layers, 1), ranks));
+            bw.commit(manifest(s, 1, 1, stages(s.layers, 1), ranks, null, List.of()));
         }
         return dir;
     }
