@@ -18,8 +18,8 @@ public final class CpuMatmul {
     private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
     static final int ROW_BLOCK = 4;
     static final int CHUNK_ELEMS = 1024;
-    /** Rows per parallel task at least; below this the pool costs more than it saves. */
-    private static final long MIN_ROWS_PER_TASK = 16;
+    /** Multiply-adds per parallel task at least (~50 us); below this the pool costs more than it saves. */
+    private static final long MIN_MACS_PER_TASK = 1 << 17;
 
     private CpuMatmul() {}
 
@@ -30,7 +30,8 @@ public final class CpuMatmul {
             throw new IndexOutOfBoundsException(w.name() + ": x or y too small for n=" + n + " [" + rows + ", " + cols + "]");
         }
         int rowBlocks = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
-        int tasks = CpuThreads.tasksFor(rows, MIN_ROWS_PER_TASK);
+        long macs = (long) rows * cols * n;
+        int tasks = (int) Math.min(rowBlocks, Math.max(1, Math.min(macs / MIN_MACS_PER_TASK, 4L * CpuThreads.threads())));
         CpuThreads.parallelFor(tasks, task -> {
             int first = (int) ((long) rowBlocks * task / tasks), end = (int) ((long) rowBlocks * (task + 1) / tasks);
             rowBlocks(w, rows, cols, x, xOff, n, y, yOff, first * ROW_BLOCK, Math.min(rows, end * ROW_BLOCK));

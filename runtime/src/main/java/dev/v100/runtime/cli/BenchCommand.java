@@ -28,8 +28,11 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--decode-tokens", defaultValue = "32", description = "decode steps (default: ${DEFAULT-VALUE})")
     int decodeTokens;
 
-    @Option(names = "--warmup", defaultValue = "4", description = "decode steps to warm the JIT up first (default: ${DEFAULT-VALUE})")
-    int warmup;
+    @Option(names = "--warmup-seconds", defaultValue = "3",
+            description = "decode steps (at least 4) over the first positions until this long, to let the JIT compile (default: ${DEFAULT-VALUE})")
+    double warmupSeconds;
+
+    private static final int WARMUP_POSITIONS = 32;
 
     @Override
     public Integer call() {
@@ -38,17 +41,21 @@ final class BenchCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         try (DecoderModel m = CpuModels.open(model.bundle, model.options())) {
             double loadS = (System.nanoTime() - t0) / 1e9;
-            if (promptTokens < 1 || promptTokens + warmup + decodeTokens > m.contextTokens()) {
-                throw new IllegalArgumentException("--prompt-tokens " + promptTokens + " + --warmup " + warmup + " + --decode-tokens "
-                        + decodeTokens + " must fit the context of " + m.contextTokens());
+            if (promptTokens < 1 || promptTokens + decodeTokens > m.contextTokens() || WARMUP_POSITIONS + 8 > m.contextTokens()) {
+                throw new IllegalArgumentException("--prompt-tokens " + promptTokens + " + --decode-tokens " + decodeTokens
+                        + " must fit the context of " + m.contextTokens());
             }
             out.println(describe(m, loadS));
             SplittableRandom rnd = new SplittableRandom(7);
             int[] prompt = new int[promptTokens];
             for (int i = 0; i < prompt.length; i++) prompt[i] = rnd.nextInt(m.vocabSize());
-            // warm-up: a short prefill and a few decode steps compile the hot loops
+            // warm-up: a short prefill, then decode steps cycling over a few positions, so the JIT has compiled
+            // the hot loops before anything is timed (a tiny model's steps are too short to warm up by themselves)
             float[] logits = m.forward(java.util.Arrays.copyOf(prompt, Math.min(8, prompt.length)), 0, false);
-            for (int i = 0; i < warmup; i++) logits = m.forward(new int[] {argmax(logits)}, Math.min(8, prompt.length) + i, false);
+            long w0 = System.nanoTime();
+            for (int i = 0; i < 4 || System.nanoTime() - w0 < warmupSeconds * 1e9; i++) {
+                logits = m.forward(new int[] {argmax(logits)}, 8 + i % WARMUP_POSITIONS, false);
+            }
             long p0 = System.nanoTime();
             logits = m.forward(prompt, 0, false);
             double prefillS = (System.nanoTime() - p0) / 1e9;

@@ -75,7 +75,7 @@ class V100RunTest {
 
     @Test
     void benchPrintsPrefillAndDecodeSpeed() {
-        Run r = run("bench", tinyBundle().toString(), "--prompt-tokens", "16", "--decode-tokens", "4");
+        Run r = run("bench", tinyBundle().toString(), "--prompt-tokens", "16", "--decode-tokens", "4", "--warmup-seconds", "0");
         assertEquals(0, r.code, r.err);
         assertTrue(r.out.contains("prefill: 16 tokens") && r.out.contains("decode:  4 tokens"), r.out);
     }

@@ -374,15 +374,24 @@ public final class TestBundles {
         return dir;
     }
 
-    /** Writes the ~1B-parameter synthetic benchmark bundle: {@code TestBundles OUT_DIR Q8_0|Q4_K}. */
+    /** The tiny benchmark geometry: the shared golden llama's (vocab 512, hidden 256, 2 layers, ffn 512, 4/2 heads of 64). */
+    public static Spec tinyBench(GgmlType type) {
+        return Spec.llama(type).withShape(512, 256, 2, 512, 4, 2, 64).withMaxPositions(2048);
+    }
+
+    /**
+     * Writes a synthetic benchmark bundle of random weights:
+     * {@code TestBundles OUT_DIR TYPE [1b|tiny]} (default 1b: Llama-3.2-1B geometry, 1.5 G stored parameters).
+     */
     public static void main(String[] args) {
-        if (args.length != 2) {
-            System.err.println("usage: TestBundles OUT_DIR TYPE   (writes a random Llama-3.2-1B-shaped bundle)");
+        if (args.length < 2 || args.length > 3) {
+            System.err.println("usage: TestBundles OUT_DIR TYPE [1b|tiny]   (writes a random llama-shaped bundle)");
             System.exit(2);
         }
         GgmlType t = GgmlType.byName(args[1]);
+        Spec spec = args.length == 3 && args[2].equals("tiny") ? tinyBench(t) : Spec.llama1B(t);
         long t0 = System.nanoTime();
-        Path out = writeLarge(Path.of(args[0]), Spec.llama1B(t), 1);
+        Path out = writeLarge(Path.of(args[0]), spec, 1);
         System.out.printf("wrote %s in %.1f s%n", out, (System.nanoTime() - t0) / 1e9);
     }
 }
