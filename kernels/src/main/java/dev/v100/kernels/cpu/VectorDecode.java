@@ -115,7 +115,10 @@ public final class VectorDecode {
             long b = off + 34L * blk;
             int o = dstOff + 32 * blk;
             float d = half(s, b);
-            for (int c = 0; c < 4; c++) fl(s8(s, b + 2 + 8 * c)).mul(d).intoArray(y, o + 8 * c);
+            for (int c = 0; c < 4; c++) {
+                ((FloatVector) ByteVector.fromMemorySegment(B8, s, b + 2 + 8 * c, LE).convertShape(VectorOperators.B2F, F, 0))
+                        .mul(d).intoArray(y, o + 8 * c);
+            }
         }
     }
 
