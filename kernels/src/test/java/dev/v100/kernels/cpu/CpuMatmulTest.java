@@ -1,0 +1,85 @@
+package dev.v100.kernels.cpu;
+
+import dev.v100.formats.ggml.GgmlType;
+import dev.v100.kernels.ref.RandomBlocks;
+import dev.v100.kernels.ref.RefOps;
+import dev.v100.kernels.ref.StoredMatrix;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Every fast matmul type against the reference on awkward sizes, judged by NMSE. */
+class CpuMatmulTest {
+    /** fp32 accumulation in 8 lanes over at most ~4k terms vs the double-accumulating oracle: ~1e-13 expected. */
+    static final double MATMUL_NMSE = 1e-10;
+
+    /** Awkward counts; for block types they count blocks per row, so rows stay whole blocks. */
+    private static final int[] ROWS = {1, 7, 33, 769};
+    private static final int[] COLS_ELEMS = {1, 7, 33, 769, 4097};
+    private static final int[] COLS_BLOCKS_32 = {1, 7, 33};
+    private static final int[] COLS_BLOCKS_256 = {1, 7, 17};
+    private static final int[] TOKENS = {1, 5};
+    /** Keeps each case's reference (double MACs) cheap enough for a 2-core CI box. */
+    private static final long MAX_MACS = 6_000_000;
+
+    record Case(GgmlType type, int rows, int cols, int n) {
+        @Override
+        public String toString() {
+            return type + " [" + rows + ", " + cols + "] x n=" + n;
+        }
+    }
+
+    static List<Case> cases() {
+        List<Case> out = new ArrayList<>();
+        for (GgmlType t : RandomBlocks.MATMUL_TYPES) {
+            int[] colCounts = t.blockSize == 1 ? COLS_ELEMS : t.blockSize == 32 ? COLS_BLOCKS_32 : COLS_BLOCKS_256;
+            for (int r : ROWS) {
+                for (int c : colCounts) {
+                    for (int n : TOKENS) {
+                        int cols = c * t.blockSize;
+                        if ((long) r * cols * n <= MAX_MACS) out.add(new Case(t, r, cols, n));
+                    }
+                }
+            }
+            // one tall case per type: 4097 output rows (uneven split over threads and row blocks)
+            out.add(new Case(t, 4097, t.blockSize == 1 ? 33 : t.blockSize, 2));
+        }
+        return out;
+    }
+
+    @Test
+    void theMatrixCoversEveryTypeTheConverterEmits() {
+        List<Case> cs = cases();
+        assertFalse(cs.isEmpty());
+        for (GgmlType t : RandomBlocks.MATMUL_TYPES) {
+            assertTrue(cs.stream().anyMatch(c -> c.type == t), "no case for " + t);
+            assertTrue(VectorDecode.supports(t), t + " has no fast decoder");
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("cases")
+    void fastMatchesReference(Case c) {
+        SplittableRandom rnd = new SplittableRandom(c.hashCode());
+        StoredMatrix w = RandomBlocks.matrix("w", c.type, c.rows, c.cols, 0.05, rnd);
+        float[] x = new float[c.n * c.cols + 3];
+        for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
+        float[] ref = new float[c.n * c.rows];
+        float[] got = new float[c.n * c.rows + 2];
+        RefOps.matmul(w, x, 3, c.n, ref, 0);
+        CpuMatmul.matmul(w, x, 3, c.n, got, 2);
+        float[] gotTrim = java.util.Arrays.copyOfRange(got, 2, got.length);
+        double nmse = Nmse.of(ref, gotTrim);
+        assertTrue(nmse <= MATMUL_NMSE, c + ": NMSE " + nmse + " > " + MATMUL_NMSE);
+        assertEquals(0f, got[0]);
+        assertEquals(0f, got[1]);
+    }
+}

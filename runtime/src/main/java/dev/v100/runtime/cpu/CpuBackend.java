@@ -1,0 +1,229 @@
+package dev.v100.runtime.cpu;
+
+import dev.v100.formats.ggml.GgmlType;
+import dev.v100.kernels.cpu.CpuMatmul;
+import dev.v100.kernels.cpu.CpuOps;
+import dev.v100.kernels.cpu.VectorDecode;
+import dev.v100.kernels.ref.RefOps;
+import dev.v100.kernels.ref.StoredMatrix;
+import dev.v100.runtime.backend.Backend;
+import dev.v100.runtime.backend.BackendException;
+import dev.v100.runtime.backend.Buffer;
+import dev.v100.runtime.backend.KvCache;
+import dev.v100.runtime.backend.Rope;
+import dev.v100.runtime.backend.Weight;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The CPU backend: fp32 heap activations, weights used in place from the mapped bundle.
+ * {@link Kernels#FAST} runs kernels.cpu (Vector API, all cores); {@link Kernels#REFERENCE} runs the
+ * scalar oracle kernels.ref, for tests that need the whole model computed by the reference.
+ */
+public final class CpuBackend implements Backend {
+    public enum Kernels { FAST, REFERENCE }
+
+    private final Kernels kernels;
+
+    public CpuBackend(Kernels kernels) {
+        this.kernels = kernels;
+    }
+
+    public CpuBackend() {
+        this(Kernels.FAST);
+    }
+
+    public Kernels kernels() {
+        return kernels;
+    }
+
+    @Override
+    public String name() {
+        return kernels == Kernels.FAST ? "cpu" : "cpu-reference";
+    }
+
+    @Override
+    public boolean supports(GgmlType type) {
+        return VectorDecode.supports(type);
+    }
+
+    @Override
+    public Buffer allocate(String label, int rows, int cols) {
+        long n = (long) rows * cols;
+        if (n > Integer.MAX_VALUE - 16) throw new BackendException(label + ": [" + rows + ", " + cols + "] is too large for a CPU buffer");
+        return new CpuBuffer(label, new float[(int) n], 0, rows, cols);
+    }
+
+    @Override
+    public Weight weight(String name, GgmlType type, long[] shape, MemorySegment bytes) {
+        if (!supports(type)) throw new BackendException(name + ": stored type " + type + " has no CPU kernel");
+        if (shape.length != 1 && shape.length != 2) {
+            throw new BackendException(name + ": " + shape.length + "-D weights are not supported yet (MoE expert stacks come later)");
+        }
+        long rows = shape.length == 1 ? 1 : shape[0];
+        long cols = shape[shape.length - 1];
+        try {
+            return new CpuWeight(new StoredMatrix(name, type, bytes, rows, cols), shape);
+        } catch (IllegalArgumentException e) {
+            throw new BackendException(e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public KvCache allocateKvCache(int kvHeads, int headDim, int capacityTokens) {
+        return new CpuKvCache(kvHeads, headDim, capacityTokens);
+    }
+
+    @Override
+    public void write(Buffer dst, float[] src, int srcOff) {
+        CpuBuffer d = buf(dst);
+        System.arraycopy(src, srcOff, d.data, d.offset, d.count());
+    }
+
+    @Override
+    public float[] read(Buffer src) {
+        CpuBuffer s = buf(src);
+        float[] out = new float[s.count()];
+        System.arraycopy(s.data, s.offset, out, 0, out.length);
+        return out;
+    }
+
+    @Override
+    public void copy(Buffer src, Buffer dst) {
+        CpuBuffer s = buf(src), d = buf(dst);
+        sameShape(s, d);
+        System.arraycopy(s.data, s.offset, d.data, d.offset, s.count());
+    }
+
+    @Override
+    public void embed(Weight table, int[] tokens, Buffer out) {
+        CpuWeight t = w(table);
+        CpuBuffer o = buf(out);
+        if (o.rows != tokens.length || o.cols != t.matrix.cols()) {
+            throw new BackendException("embed: " + tokens.length + " tokens of " + t + " into " + o);
+        }
+        if (kernels == Kernels.FAST) CpuOps.embed(t.matrix, tokens, o.data, o.offset);
+        else RefOps.embed(t.matrix, tokens, o.data, o.offset);
+    }
+
+    @Override
+    public void rmsNorm(Buffer x, Weight w, int groupElems, float eps, Buffer out) {
+        CpuBuffer xb = buf(x), ob = buf(out);
+        CpuWeight wt = w(w);
+        sameShape(xb, ob);
+        if (wt.vector == null || wt.vector.length != groupElems || xb.cols % groupElems != 0) {
+            throw new BackendException("rmsNorm: " + wt + " over groups of " + groupElems + " of " + xb);
+        }
+        if (kernels == Kernels.FAST) CpuOps.rmsNorm(xb.data, xb.offset, xb.rows, xb.cols, groupElems, wt.vector, eps, ob.data, ob.offset);
+        else RefOps.rmsNorm(xb.data, xb.offset, xb.rows, xb.cols, groupElems, wt.vector, eps, ob.data, ob.offset);
+    }
+
+    @Override
+    public void matmul(Buffer x, Weight w, Buffer out) {
+        CpuBuffer xb = buf(x), ob = buf(out);
+        CpuWeight wt = w(w);
+        if (wt.vector != null || xb.cols != wt.matrix.cols() || ob.cols != wt.matrix.rows() || ob.rows != xb.rows) {
+            throw new BackendException("matmul: " + xb + " @ " + wt + "^T into " + ob);
+        }
+        if (kernels == Kernels.FAST) CpuMatmul.matmul(wt.matrix, xb.data, xb.offset, xb.rows, ob.data, ob.offset);
+        else RefOps.matmul(wt.matrix, xb.data, xb.offset, xb.rows, ob.data, ob.offset);
+    }
+
+    @Override
+    public void addBias(Buffer x, Weight bias) {
+        CpuBuffer xb = buf(x);
+        CpuWeight b = w(bias);
+        if (b.vector == null || b.vector.length != xb.cols) throw new BackendException("addBias: " + b + " to " + xb);
+        if (kernels == Kernels.FAST) CpuOps.addRows(xb.data, xb.offset, xb.rows, xb.cols, b.vector);
+        else RefOps.addRows(xb.data, xb.offset, xb.rows, xb.cols, b.vector);
+    }
+
+    @Override
+    public void rope(Buffer x, int headDim, Rope rope, int startPos) {
+        CpuBuffer xb = buf(x);
+        if (xb.cols % headDim != 0 || rope.rotaryDim() > headDim) {
+            throw new BackendException("rope: " + xb + " is not heads of " + headDim + " (rotaryDim " + rope.rotaryDim() + ")");
+        }
+        int[] pos = positions(startPos, xb.rows);
+        int heads = xb.cols / headDim;
+        if (kernels == Kernels.FAST) CpuOps.rope(xb.data, xb.offset, xb.rows, heads, headDim, rope.rotaryDim(), rope.invFreqShared(), pos);
+        else RefOps.rope(xb.data, xb.offset, xb.rows, heads, headDim, rope.rotaryDim(), rope.invFreqShared(), pos);
+    }
+
+    @Override
+    public void attention(Buffer q, Buffer k, Buffer v, KvCache cache, int startPos, float scale, Buffer out) {
+        CpuBuffer qb = buf(q), kb = buf(k), vb = buf(v), ob = buf(out);
+        CpuKvCache c = (CpuKvCache) cache;
+        int kvCols = c.kvHeads * c.headDim;
+        int n = qb.rows;
+        if (kb.cols != kvCols || vb.cols != kvCols || kb.rows != n || vb.rows != n || qb.cols % c.headDim != 0
+                || (qb.cols / c.headDim) % c.kvHeads != 0) {
+            throw new BackendException("attention: q " + qb + ", k " + kb + ", v " + vb + " against a cache of " + c.kvHeads
+                    + " heads x " + c.headDim);
+        }
+        sameShape(qb, ob);
+        if (startPos < 0 || startPos + n > c.capacity) {
+            throw new BackendException("attention: positions [" + startPos + ", " + (startPos + n) + ") exceed the KV cache of "
+                    + c.capacity + " tokens");
+        }
+        System.arraycopy(kb.data, kb.offset, c.k, startPos * kvCols, n * kvCols);
+        System.arraycopy(vb.data, vb.offset, c.v, startPos * kvCols, n * kvCols);
+        int heads = qb.cols / c.headDim;
+        int[] pos = positions(startPos, n);
+        if (kernels == Kernels.FAST) {
+            CpuOps.attention(qb.data, qb.offset, n, heads, c.kvHeads, c.headDim, c.k, c.v, pos, scale, ob.data, ob.offset);
+        } else {
+            RefOps.attention(qb.data, qb.offset, n, heads, c.kvHeads, c.headDim, c.k, c.v, pos, scale, ob.data, ob.offset);
+        }
+    }
+
+    @Override
+    public void siluMul(Buffer gate, Buffer up, Buffer out) {
+        CpuBuffer g = buf(gate), u = buf(up), o = buf(out);
+        sameShape(g, u);
+        sameShape(g, o);
+        if (kernels == Kernels.FAST) CpuOps.siluMul(g.data, g.offset, u.data, u.offset, g.count(), o.data, o.offset);
+        else RefOps.siluMul(g.data, g.offset, u.data, u.offset, g.count(), o.data, o.offset);
+    }
+
+    @Override
+    public void add(Buffer a, Buffer b, float bScale, Buffer out) {
+        CpuBuffer ab = buf(a), bb = buf(b), o = buf(out);
+        sameShape(ab, bb);
+        sameShape(ab, o);
+        if (kernels == Kernels.FAST) CpuOps.add(ab.data, ab.offset, bb.data, bb.offset, bScale, ab.count(), o.data, o.offset);
+        else RefOps.add(ab.data, ab.offset, bb.data, bb.offset, bScale, ab.count(), o.data, o.offset);
+    }
+
+    @Override
+    public void scale(Buffer x, float s) {
+        CpuBuffer xb = buf(x);
+        if (kernels == Kernels.FAST) CpuOps.scale(xb.data, xb.offset, xb.count(), s);
+        else RefOps.scale(xb.data, xb.offset, xb.count(), s);
+    }
+
+    @Override
+    public void close() {
+        // heap buffers and mapped weights: nothing to free here (the bundle owns the mapping)
+    }
+
+    private static int[] positions(int startPos, int n) {
+        int[] p = new int[n];
+        for (int i = 0; i < n; i++) p[i] = startPos + i;
+        return p;
+    }
+
+    private static CpuBuffer buf(Buffer b) {
+        if (b instanceof CpuBuffer c) return c;
+        throw new BackendException(b + " is not a CPU buffer");
+    }
+
+    private static CpuWeight w(Weight w) {
+        if (w instanceof CpuWeight c) return c;
+        throw new BackendException(w.name() + " is not a CPU weight");
+    }
+
+    private static void sameShape(CpuBuffer a, CpuBuffer b) {
+        if (a.rows != b.rows || a.cols != b.cols) throw new BackendException("shape mismatch: " + a + " vs " + b);
+    }
+}

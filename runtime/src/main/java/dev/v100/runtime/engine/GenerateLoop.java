@@ -1,0 +1,89 @@
+package dev.v100.runtime.engine;
+
+import dev.v100.runtime.model.DecoderModel;
+import dev.v100.runtime.sample.Sampler;
+import dev.v100.runtime.sample.StopStrings;
+
+import java.util.Set;
+import java.util.function.Supplier;
+
+/**
+ * The generate loop every engine shares: one prefill of the prompt, then one decode step per token,
+ * sampling, stop tokens, stop strings (with held-back text), max tokens, the context limit and
+ * cancellation. The model is reset per call (the prompt always starts at position 0).
+ */
+public final class GenerateLoop {
+    private final DecoderModel model;
+    private final Supplier<TextStream> textStreams;
+    private final Set<Integer> eosIds;
+
+    public GenerateLoop(DecoderModel model, Supplier<TextStream> textStreams, Set<Integer> eosIds) {
+        this.model = model;
+        this.textStreams = textStreams;
+        this.eosIds = Set.copyOf(eosIds);
+    }
+
+    public GenerationResult run(GenerationRequest req, TokenSink sink, Cancellation cancel) {
+        int[] prompt = req.promptTokens();
+        int context = model.contextTokens();
+        if (prompt.length == 0) throw new IllegalArgumentException("the prompt has no tokens");
+        if (prompt.length + 1 > context) throw new ContextOverflowException(prompt.length, context);
+        for (int t : prompt) {
+            if (t < 0 || t >= model.vocabSize()) {
+                throw new IllegalArgumentException("prompt token id " + t + " outside the vocabulary of " + model.vocabSize());
+            }
+        }
+        StringBuilder text = new StringBuilder();
+        int[] out = new int[Math.max(0, Math.min(req.maxTokens(), context - prompt.length))];
+        int produced = 0;
+        if (req.maxTokens() <= 0) return new GenerationResult(prompt.length, 0, FinishReason.LENGTH, "", new int[0], null);
+        Sampler sampler = new Sampler(req.sampling(), model.vocabSize(), prompt);
+        StopStrings stops = new StopStrings(req.stopStrings());
+        TextStream detok = textStreams.get();
+        FinishReason finish = null;
+        String error = null;
+        try {
+            float[] logits = model.forward(prompt, 0, false);
+            int pos = prompt.length;
+            while (finish == null) {
+                if (cancel.isCancelled()) {
+                    finish = FinishReason.CANCELLED;
+                    break;
+                }
+                for (float f : logits) {
+                    if (!Float.isFinite(f)) {
+                        throw new IllegalStateException("non-finite logits at position " + pos);
+                    }
+                }
+                int tok = sampler.sample(logits);
+                sampler.accept(tok);
+                out[produced++] = tok;
+                boolean stopToken = (!req.ignoreEos() && eosIds.contains(tok)) || req.stopTokenIds().contains(tok);
+                String delta = stopToken ? "" : stops.push(detok.push(tok));
+                if (stopToken || stops.stopped()) {
+                    finish = FinishReason.STOP;
+                } else if (produced == out.length) {   // maxTokens, or prompt + output fill the context
+                    finish = FinishReason.LENGTH;
+                }
+                if (finish != null && !stops.stopped()) {
+                    // the stream ends: pending bytes and held-back text are final now
+                    delta += stops.push(detok.flush());
+                    if (stops.stopped()) finish = FinishReason.STOP;
+                    else delta += stops.flush();
+                }
+                text.append(delta);
+                if (!sink.accept(tok, delta)) {
+                    if (finish == null) finish = FinishReason.CANCELLED;
+                    break;
+                }
+                if (finish != null) break;
+                logits = model.forward(new int[] {tok}, pos, false);
+                pos++;
+            }
+        } catch (RuntimeException e) {
+            finish = FinishReason.ERROR;
+            error = e.getMessage() == null ? e.toString() : e.getMessage();
+        }
+        return new GenerationResult(prompt.length, produced, finish, text.toString(), java.util.Arrays.copyOf(out, produced), error);
+    }
+}

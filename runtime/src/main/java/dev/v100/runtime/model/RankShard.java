@@ -1,0 +1,75 @@
+package dev.v100.runtime.model;
+
+import dev.v100.runtime.backend.Backend;
+import dev.v100.runtime.backend.Buffer;
+import dev.v100.runtime.backend.KvCache;
+import dev.v100.runtime.backend.Rope;
+import dev.v100.runtime.backend.Weight;
+import dev.v100.runtime.trace.Trace;
+
+/**
+ * Everything one rank owns: its weights, its KV caches (one per layer of its stage) and its
+ * workspace, all on its backend. T = tokens per forward chunk, h = hidden, d = headDim.
+ */
+final class RankShard {
+    final Backend backend;
+    final RankGeometry geo;
+    final int ppStage;
+    final int firstLayer;
+    final int endLayer;
+    final Weight tokenEmbd;     // [vocab, h], stage 0 only
+    final LayerWeights[] layers; // [endLayer - firstLayer]
+    final Weight outputNorm;    // [h] F32, last stage only
+    final Weight output;        // [vocabRows, h], last stage only
+    final Rope rope;
+    final KvCache[] caches;     // per layer of the stage
+    Trace trace = Trace.off();
+
+    final Buffer x;      // [T, h] residual stream
+    final Buffer xn;     // [T, h] normed input of a block
+    final Buffer q;      // [T, H*d]
+    final Buffer k;      // [T, Hkv*d]
+    final Buffer v;      // [T, Hkv*d]
+    final Buffer att;    // [T, H*d]
+    final Buffer proj;   // [T, h] partial sums of o_proj / ffn_down before the all-reduce
+    final Buffer gate;   // [T, F]
+    final Buffer up;     // [T, F]
+    final Buffer logits; // [T, vocabRows], last stage only
+
+    RankShard(Backend backend, RankGeometry geo, int ppStage, int firstLayer, int endLayer, Weight tokenEmbd,
+              LayerWeights[] layers, Weight outputNorm, Weight output, Rope rope, int hidden, int headDim,
+              int contextTokens, int chunkTokens) {
+        this.backend = backend;
+        this.geo = geo;
+        this.ppStage = ppStage;
+        this.firstLayer = firstLayer;
+        this.endLayer = endLayer;
+        this.tokenEmbd = tokenEmbd;
+        this.layers = layers;
+        this.outputNorm = outputNorm;
+        this.output = output;
+        this.rope = rope;
+        this.caches = new KvCache[layers.length];
+        for (int i = 0; i < layers.length; i++) caches[i] = backend.allocateKvCache(geo.kvHeads(), headDim, contextTokens);
+        int t = chunkTokens;
+        String r = "rank" + geo.tpRank() + "/stage" + ppStage + ".";
+        x = backend.allocate(r + "x", t, hidden);
+        xn = backend.allocate(r + "xn", t, hidden);
+        q = backend.allocate(r + "q", t, geo.heads() * headDim);
+        k = backend.allocate(r + "k", t, geo.kvHeads() * headDim);
+        v = backend.allocate(r + "v", t, geo.kvHeads() * headDim);
+        att = backend.allocate(r + "att", t, geo.heads() * headDim);
+        proj = backend.allocate(r + "proj", t, hidden);
+        gate = backend.allocate(r + "gate", t, geo.ffn());
+        up = backend.allocate(r + "up", t, geo.ffn());
+        logits = output == null ? null : backend.allocate(r + "logits", t, geo.vocabRows());
+    }
+
+    LayerWeights layer(int layer) {
+        return layers[layer - firstLayer];
+    }
+
+    KvCache cache(int layer) {
+        return caches[layer - firstLayer];
+    }
+}

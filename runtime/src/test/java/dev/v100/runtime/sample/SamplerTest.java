@@ -1,0 +1,156 @@
+package dev.v100.runtime.sample;
+
+import dev.v100.runtime.engine.SamplingParams;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.constraints.DoubleRange;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+
+import java.util.Arrays;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class SamplerTest {
+    private static final int VOCAB = 50;
+    private static final int DRAWS = 200;
+
+    @Provide
+    Arbitrary<float[]> logits() {
+        return Arbitraries.floats().between(-8, 8).array(float[].class).ofSize(VOCAB);
+    }
+
+    private static SamplingParams params(double t, int k, double p, double minP, long seed) {
+        return new SamplingParams(t, k, p, minP, 1, 0, 0, seed);
+    }
+
+    private static double[] softmax(float[] l, double t) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (float f : l) max = Math.max(max, f / t);
+        double[] p = new double[l.length];
+        double s = 0;
+        for (int i = 0; i < l.length; i++) s += p[i] = Math.exp(l[i] / t - max);
+        for (int i = 0; i < l.length; i++) p[i] /= s;
+        return p;
+    }
+
+    @Property(tries = 50)
+    void sameSeedSameTokens(@ForAll("logits") float[] l, @ForAll long seed) {
+        int[] a = draw(new Sampler(params(0.9, 0, 0.95, 0.01, seed), VOCAB, new int[0]), l, DRAWS);
+        int[] b = draw(new Sampler(params(0.9, 0, 0.95, 0.01, seed), VOCAB, new int[0]), l, DRAWS);
+        assertArrayEquals(a, b);
+    }
+
+    private static int[] draw(Sampler s, float[] l, int n) {
+        int[] out = new int[n];
+        for (int i = 0; i < n; i++) out[i] = s.sample(l);
+        return out;
+    }
+
+    @Property(tries = 50)
+    void greedyIsArgmaxLowestIdOnTies(@ForAll("logits") float[] l, @ForAll @IntRange(min = 0, max = VOCAB - 1) int dup) {
+        l[dup] = 100;
+        l[VOCAB - 1 - dup] = 100;
+        int got = new Sampler(SamplingParams.greedy(), VOCAB, new int[0]).sample(l);
+        assertEquals(Math.min(dup, VOCAB - 1 - dup), got);
+    }
+
+    @Property(tries = 50)
+    void topKNeverPicksOutsideTheKLargest(@ForAll("logits") float[] l, @ForAll @IntRange(min = 1, max = 10) int k, @ForAll long seed) {
+        float[] sorted = l.clone();
+        Arrays.sort(sorted);
+        float kth = sorted[VOCAB - k];
+        Sampler s = new Sampler(params(2.0, k, 1, 0, seed), VOCAB, new int[0]);
+        for (int i = 0; i < DRAWS; i++) {
+            int t = s.sample(l);
+            assertTrue(l[t] >= kth, "picked " + t + " with logit " + l[t] + " below the k-th " + kth);
+        }
+    }
+
+    @Property(tries = 50)
+    void topPNeverPicksOutsideTheNucleus(@ForAll("logits") float[] l, @ForAll @DoubleRange(min = 0.05, max = 0.99) double topP,
+                                         @ForAll long seed) {
+        double t = 1.3;
+        double[] p = softmax(l, t);
+        Integer[] order = new Integer[VOCAB];
+        for (int i = 0; i < VOCAB; i++) order[i] = i;
+        Arrays.sort(order, (a, b) -> p[b] != p[a] ? Double.compare(p[b], p[a]) : Integer.compare(a, b));
+        boolean[] allowed = new boolean[VOCAB];
+        double cum = 0;
+        for (Integer i : order) {
+            allowed[i] = true;
+            cum += p[i];
+            if (cum >= topP - 1e-9) break;   // tolerance: float vs double softmax at the cut
+        }
+        // a token whose probability equals the last kept one's could be ordered either way within 1e-12
+        Sampler s = new Sampler(params(t, 0, topP, 0, seed), VOCAB, new int[0]);
+        for (int i = 0; i < DRAWS; i++) {
+            int tok = s.sample(l);
+            assertTrue(allowed[tok] || nearEdge(p, allowed, tok), "token " + tok + " (p=" + p[tok] + ") outside the top-p " + topP + " nucleus");
+        }
+    }
+
+    private static boolean nearEdge(double[] p, boolean[] allowed, int tok) {
+        double minKept = 1;
+        for (int i = 0; i < p.length; i++) if (allowed[i]) minKept = Math.min(minKept, p[i]);
+        return Math.abs(p[tok] - minKept) < 1e-6;
+    }
+
+    @Property(tries = 50)
+    void minPNeverPicksBelowTheFloor(@ForAll("logits") float[] l, @ForAll @DoubleRange(min = 0.01, max = 0.9) double minP,
+                                     @ForAll long seed) {
+        double t = 0.8;
+        double[] p = softmax(l, t);
+        double max = Arrays.stream(p).max().orElseThrow();
+        Sampler s = new Sampler(params(t, 0, 1, minP, seed), VOCAB, new int[0]);
+        for (int i = 0; i < DRAWS; i++) {
+            int tok = s.sample(l);
+            assertTrue(p[tok] >= minP * max * (1 - 1e-6), "token " + tok + " p=" + p[tok] + " below min_p floor " + minP * max);
+        }
+    }
+
+    @Test
+    void samplingFollowsTheDistribution() {
+        float[] l = {0, (float) Math.log(3), -100, (float) Math.log(6)};   // p = 0.1, 0.3, 0, 0.6
+        Sampler s = new Sampler(params(1, 0, 1, 0, 42), 4, new int[0]);
+        int[] counts = new int[4];
+        int n = 20000;
+        for (int i = 0; i < n; i++) counts[s.sample(l)]++;
+        assertEquals(0.1, counts[0] / (double) n, 0.015);
+        assertEquals(0.3, counts[1] / (double) n, 0.015);
+        assertEquals(0, counts[2]);
+        assertEquals(0.6, counts[3] / (double) n, 0.015);
+    }
+
+    @Test
+    void penaltiesKnownAnswers() {
+        float[] l = {2, -2, 1.5f, 0.5f};
+        // repetition 2 on prompt tokens 0 and 1: 2 -> 1, -2 -> -4; token 2 (1.5) now wins greedy
+        Sampler rep = new Sampler(new SamplingParams(0, 0, 1, 0, 2, 0, 0, 0), 4, new int[] {0, 1});
+        assertEquals(2, rep.sample(l));
+        // presence/frequency count generated tokens only: token 0 generated twice -> 2 - 0.5 - 2*0.4 = 0.7
+        Sampler pf = new Sampler(new SamplingParams(0, 0, 1, 0, 1, 0.5, 0.4, 0), 4, new int[] {2});
+        assertEquals(0, pf.sample(l));
+        pf.accept(0);
+        pf.accept(0);
+        assertEquals(2, pf.sample(l));   // 0.7 < 1.5; the prompt's token 2 is not penalized
+    }
+
+    @Test
+    void rejectsNonsenseParameters() {
+        for (SamplingParams bad : new SamplingParams[] {params(1, 0, 0, 0, 0), params(1, 0, 1.5, 0, 0), params(1, -1, 1, 0, 0),
+                params(1, 0, 1, -0.1, 0)}) {
+            try {
+                new Sampler(bad, 4, new int[0]);
+                throw new AssertionError("accepted " + bad);
+            } catch (IllegalArgumentException expected) {
+                // fine
+            }
+        }
+    }
+}

@@ -1,0 +1,397 @@
+package dev.v100.runtime.testing;
+
+import dev.v100.formats.bundle.BundleManifest;
+import dev.v100.formats.bundle.BundleWriter;
+import dev.v100.formats.bundle.Checksums;
+import dev.v100.formats.bundle.ModelConfig;
+import dev.v100.formats.ggml.GgmlType;
+import dev.v100.kernels.ref.RandomBlocks;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+/**
+ * Builds bundles for tests and benchmarks: a llama-family model of random weights, cut for any
+ * tp x pp by the rules of docs/FORMAT.md (column-parallel q/k/v/gate/up by heads / rows, KV heads
+ * replicated when tp &gt; numKvHeads, row-parallel o/down by input columns, lm_head by ceil(vocab/tp)
+ * rows, pp stages with the first numLayers % pp stages one layer longer). An independent little
+ * shard planner, so the runtime's reading of the rules is checked against a second writing of them.
+ */
+public final class TestBundles {
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    public static final long ALIGN = 4096;
+
+    private TestBundles() {}
+
+    /** What to build. matType is the storage of every matrix, embType of token_embd and output. */
+    public record Spec(String arch, int vocab, int hidden, int layers, int ffn, int heads, int kvHeads, int headDim,
+                       int rotaryDim, double ropeTheta, ModelConfig.RopeScaling ropeScaling, boolean ropeFreqs,
+                       boolean bias, boolean qkNorm, double embeddingMultiplier, double residualMultiplier,
+                       Double attentionScale, double logitsScaling, int maxPositions, GgmlType matType, GgmlType embType) {
+
+        public static Spec llama(GgmlType matType) {
+            return new Spec("llama", 97, 64, 2, 96, 4, 2, 16, 16, 10000, null, false, false, false, 1, 1, null, 1, 256,
+                    matType, matType);
+        }
+
+        public Spec withArch(String a) {
+            return new Spec(a, vocab, hidden, layers, ffn, heads, kvHeads, headDim, rotaryDim, ropeTheta, ropeScaling, ropeFreqs,
+                    bias, qkNorm, embeddingMultiplier, residualMultiplier, attentionScale, logitsScaling, maxPositions, matType, embType);
+        }
+
+        public Spec withTypes(GgmlType mat, GgmlType emb) {
+            return new Spec(arch, vocab, hidden, layers, ffn, heads, kvHeads, headDim, rotaryDim, ropeTheta, ropeScaling, ropeFreqs,
+                    bias, qkNorm, embeddingMultiplier, residualMultiplier, attentionScale, logitsScaling, maxPositions, mat, emb);
+        }
+
+        public Spec withShape(int vocab, int hidden, int layers, int ffn, int heads, int kvHeads, int headDim) {
+            return new Spec(arch, vocab, hidden, layers, ffn, heads, kvHeads, headDim, headDim, ropeTheta, ropeScaling, ropeFreqs,
+                    bias, qkNorm, embeddingMultiplier, residualMultiplier, attentionScale, logitsScaling, maxPositions, matType, embType);
+        }
+
+        public Spec withRope(int rotaryDim, double theta, ModelConfig.RopeScaling scaling, boolean freqs) {
+            return new Spec(arch, vocab, hidden, layers, ffn, heads, kvHeads, headDim, rotaryDim, theta, scaling, freqs,
+                    bias, qkNorm, embeddingMultiplier, residualMultiplier, attentionScale, logitsScaling, maxPositions, matType, embType);
+        }
+
+        public Spec withFeatures(boolean bias, boolean qkNorm) {
+            return new Spec(arch, vocab, hidden, layers, ffn, heads, kvHeads, headDim, rotaryDim, ropeTheta, ropeScaling, ropeFreqs,
+                    bias, qkNorm, embeddingMultiplier, residualMultiplier, attentionScale, logitsScaling, maxPositions, matType, embType);
+        }
+
+        public Spec withGranite(double emb, double res, double attn, double logits) {
+            return new Spec(arch, vocab, hidden, layers, ffn, heads, kvHeads, headDim, rotaryDim, ropeTheta, ropeScaling, ropeFreqs,
+                    bias, qkNorm, emb, res, attn, logits, maxPositions, matType, embType);
+        }
+
+        public Spec withMaxPositions(int n) {
+            return new Spec(arch, vocab, hidden, layers, ffn, heads, kvHeads, headDim, rotaryDim, ropeTheta, ropeScaling, ropeFreqs,
+                    bias, qkNorm, embeddingMultiplier, residualMultiplier, attentionScale, logitsScaling, n, matType, embType);
+        }
+
+        public ModelConfig config() {
+            return new ModelConfig(arch, vocab, hidden, layers, ffn, heads, kvHeads, headDim, 1e-5, maxPositions, false,
+                    new ModelConfig.Rope(ropeTheta, rotaryDim, "neox", ropeScaling, ropeFreqs), bias, qkNorm, false, 0, null,
+                    embeddingMultiplier, residualMultiplier, attentionScale, logitsScaling, null, null);
+        }
+
+        /** Llama-3.2-1B geometry (hidden 2048, 16 layers, ffn 8192, 32/8 heads of 64, vocab 128256). */
+        public static Spec llama1B(GgmlType type) {
+            return new Spec("llama", 128256, 2048, 16, 8192, 32, 8, 64, 64, 500000, null, false, false, false, 1, 1, null, 1,
+                    131072, type, type);
+        }
+    }
+
+    /** A whole (unsliced) tensor. */
+    public record Full(String name, int layer, GgmlType type, long[] shape, byte[] data) {
+        public MemorySegment segment() {
+            return MemorySegment.ofArray(data);
+        }
+
+        public long rowBytes() {
+            return type.rowBytes(shape[shape.length - 1]);
+        }
+    }
+
+    /** Random weights for spec, in file order (rope_freqs, token_embd, layers, output_norm, output). */
+    public static Map<String, Full> randomWeights(Spec s, long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        Map<String, Full> out = new LinkedHashMap<>();
+        if (s.ropeFreqs) {
+            float[] f = new float[s.rotaryDim / 2];
+            for (int i = 0; i < f.length; i++) f[i] = 1 + i % 3;
+            put(out, vector("rope_freqs.weight", -1, f));
+        }
+        put(out, matrix("token_embd.weight", -1, s.embType, s.vocab, s.hidden, 1.0, rnd));
+        long q = (long) s.heads * s.headDim, kv = (long) s.kvHeads * s.headDim;
+        for (int l = 0; l < s.layers; l++) {
+            String p = "blk." + l + ".";
+            put(out, vector(p + "attn_norm.weight", l, around1(rnd, s.hidden)));
+            put(out, matrix(p + "attn_q.weight", l, s.matType, q, s.hidden, 1 / Math.sqrt(s.hidden), rnd));
+            if (s.bias) put(out, vector(p + "attn_q.bias", l, gauss(rnd, (int) q, 0.1)));
+            put(out, matrix(p + "attn_k.weight", l, s.matType, kv, s.hidden, 1 / Math.sqrt(s.hidden), rnd));
+            if (s.bias) put(out, vector(p + "attn_k.bias", l, gauss(rnd, (int) kv, 0.1)));
+            put(out, matrix(p + "attn_v.weight", l, s.matType, kv, s.hidden, 1 / Math.sqrt(s.hidden), rnd));
+            if (s.bias) put(out, vector(p + "attn_v.bias", l, gauss(rnd, (int) kv, 0.1)));
+            if (s.qkNorm) {
+                put(out, vector(p + "attn_q_norm.weight", l, around1(rnd, s.headDim)));
+                put(out, vector(p + "attn_k_norm.weight", l, around1(rnd, s.headDim)));
+            }
+            put(out, matrix(p + "attn_output.weight", l, s.matType, s.hidden, q, 1 / Math.sqrt(q), rnd));
+            put(out, vector(p + "ffn_norm.weight", l, around1(rnd, s.hidden)));
+            put(out, matrix(p + "ffn_gate.weight", l, s.matType, s.ffn, s.hidden, 1 / Math.sqrt(s.hidden), rnd));
+            put(out, matrix(p + "ffn_up.weight", l, s.matType, s.ffn, s.hidden, 1 / Math.sqrt(s.hidden), rnd));
+            put(out, matrix(p + "ffn_down.weight", l, s.matType, s.hidden, s.ffn, 1 / Math.sqrt(s.ffn), rnd));
+        }
+        put(out, vector("output_norm.weight", -1, around1(rnd, s.hidden)));
+        put(out, matrix("output.weight", -1, s.embType, s.vocab, s.hidden, 2 / Math.sqrt(s.hidden), rnd));
+        return out;
+    }
+
+    private static void put(Map<String, Full> m, Full f) {
+        m.put(f.name, f);
+    }
+
+    private static float[] around1(SplittableRandom r, int n) {
+        float[] a = new float[n];
+        for (int i = 0; i < n; i++) a[i] = (float) (1 + 0.2 * r.nextGaussian());
+        return a;
+    }
+
+    private static float[] gauss(SplittableRandom r, int n, double sd) {
+        float[] a = new float[n];
+        for (int i = 0; i < n; i++) a[i] = (float) (sd * r.nextGaussian());
+        return a;
+    }
+
+    public static Full vector(String name, int layer, float[] v) {
+        byte[] b = new byte[4 * v.length];
+        MemorySegment s = MemorySegment.ofArray(b);
+        for (int i = 0; i < v.length; i++) s.set(F32, 4L * i, v[i]);
+        return new Full(name, layer, GgmlType.F32, new long[] {v.length}, b);
+    }
+
+    static Full matrix(String name, int layer, GgmlType type, long rows, long cols, double magnitude, SplittableRandom rnd) {
+        byte[] b = new byte[Math.toIntExact(rows * type.rowBytes(cols))];
+        RandomBlocks.fill(type, MemorySegment.ofArray(b), 0, rows * cols, magnitude, rnd);
+        return new Full(name, layer, type, new long[] {rows, cols}, b);
+    }
+
+    // ---- sharding --------------------------------------------------------------------------------
+
+    /** One rank's stored part of a tensor. */
+    record Part(Full full, BundleManifest.Slice slice, long[] storedShape, byte[] bytes) {}
+
+    /** Layer range [first, end) of each stage: the first numLayers % pp stages get one more. */
+    public static List<BundleManifest.Stage> stages(int layers, int pp) {
+        List<BundleManifest.Stage> out = new ArrayList<>();
+        int at = 0;
+        for (int s = 0; s < pp; s++) {
+            int n = layers / pp + (s < layers % pp ? 1 : 0);
+            out.add(new BundleManifest.Stage(s, at, at + n));
+            at += n;
+        }
+        return out;
+    }
+
+    /** What rank (stage, tpRank) stores of every tensor, in file order. */
+    static List<Part> partsOf(Spec s, Map<String, Full> w, int tp, int tpRank, BundleManifest.Stage st, int pp) {
+        List<Part> out = new ArrayList<>();
+        long d = s.headDim;
+        long qPer = (long) s.heads / tp * d;
+        long kvStart, kvLen;
+        if (tp <= s.kvHeads) {
+            kvLen = (long) s.kvHeads / tp * d;
+            kvStart = tpRank * kvLen;
+        } else {
+            kvLen = d;
+            kvStart = (long) (tpRank / (tp / s.kvHeads)) * d;
+        }
+        long ffPer = s.ffn / tp;
+        long vocabPer = (s.vocab + tp - 1) / tp;
+        long vocabStart = Math.min(s.vocab, tpRank * vocabPer), vocabLen = Math.min(vocabPer, s.vocab - vocabStart);
+        for (Full f : w.values()) {
+            String n = f.name;
+            boolean global = f.layer < 0;
+            if (!global && (f.layer < st.firstLayer() || f.layer >= st.endLayer())) continue;
+            if (n.equals("token_embd.weight") && st.stage() != 0) continue;
+            if ((n.equals("output_norm.weight") || n.equals("output.weight")) && st.stage() != pp - 1) continue;
+            String suffix = global ? n : n.substring(n.indexOf('.', 4) + 1);
+            switch (suffix) {
+                case "attn_q.weight", "attn_q.bias" -> out.add(cut(f, tp, 0, tpRank * qPer, qPer));
+                case "attn_k.weight", "attn_v.weight", "attn_k.bias", "attn_v.bias" -> out.add(cut(f, tp, 0, kvStart, kvLen));
+                case "attn_output.weight" -> out.add(cut(f, tp, 1, tpRank * qPer, qPer));
+                case "ffn_gate.weight", "ffn_up.weight" -> out.add(cut(f, tp, 0, tpRank * ffPer, ffPer));
+                case "ffn_down.weight" -> out.add(cut(f, tp, 1, tpRank * ffPer, ffPer));
+                case "output.weight" -> out.add(cut(f, tp, 0, vocabStart, vocabLen));
+                default -> out.add(new Part(f, null, f.shape.clone(), f.data));
+            }
+        }
+        return out;
+    }
+
+    /** Elements [start, start + len) of dim `dim` (the whole tensor with no slice when tp == 1). */
+    static Part cut(Full f, int tp, int dim, long start, long len) {
+        if (tp == 1) return new Part(f, null, f.shape.clone(), f.data);
+        BundleManifest.Slice slice = new BundleManifest.Slice(dim, List.of(new BundleManifest.Range(start, len)));
+        long[] shape = f.shape.clone();
+        shape[dim] = len;
+        if (dim == 0) {
+            // whole rows of a matrix, or elements of a (plain-typed) vector
+            long unitBytes = f.shape.length == 1 ? f.type.typeSize : f.rowBytes();
+            byte[] b = java.util.Arrays.copyOfRange(f.data, (int) (start * unitBytes), (int) ((start + len) * unitBytes));
+            return new Part(f, slice, shape, b);
+        }
+        long bs = f.type.blockSize;
+        if (start % bs != 0 || len % bs != 0) throw new IllegalArgumentException(f.name + ": column cut not on " + f.type + " blocks");
+        long rows = f.shape[0], rowBytes = f.rowBytes();
+        long from = start / bs * f.type.typeSize, partRow = len / bs * f.type.typeSize;
+        byte[] b = new byte[(int) (rows * partRow)];
+        for (long r = 0; r < rows; r++) System.arraycopy(f.data, (int) (r * rowBytes + from), b, (int) (r * partRow), (int) partRow);
+        return new Part(f, slice, shape, b);
+    }
+
+    /** Writes spec's weights as a bundle cut for tp x pp; returns the bundle directory. */
+    public static Path write(Path dir, Spec s, Map<String, Full> w, int tp, int pp) {
+        return write(dir, s, w, tp, pp, null);
+    }
+
+    /**
+     * As {@link #write(Path, Spec, Map, int, int)}, carrying an HF tokenizer directory's files
+     * (tokenizer.json, tokenizer_config.json, chat_template.jinja) into the bundle as the converter does.
+     */
+    public static Path write(Path dir, Spec s, Map<String, Full> w, int tp, int pp, Path hfTokenizerDir) {
+        List<BundleManifest.Stage> stages = stages(s.layers, pp);
+        List<List<Part>> perRank = new ArrayList<>();
+        for (BundleManifest.Stage st : stages) {
+            for (int t = 0; t < tp; t++) perRank.add(partsOf(s, w, tp, t, st, pp));
+        }
+        return writeParts(dir, s, tp, pp, stages, perRank, hfTokenizerDir);
+    }
+
+    private static long align(long v) {
+        return (v + ALIGN - 1) / ALIGN * ALIGN;
+    }
+
+    static Path writeParts(Path dir, Spec s, int tp, int pp, List<BundleManifest.Stage> stages, List<List<Part>> perRank,
+                           Path hfTokenizerDir) {
+        try (BundleWriter bw = BundleWriter.create(dir, true)) {
+            List<BundleManifest.SideFile> side = new ArrayList<>();
+            BundleManifest.Tokenizer tok = null;
+            if (hfTokenizerDir != null) {
+                Map<String, String> files = new LinkedHashMap<>();
+                String template = null;
+                for (String f : List.of("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")) {
+                    Path p = hfTokenizerDir.resolve(f);
+                    if (!java.nio.file.Files.exists(p)) continue;
+                    try {
+                        side.add(bw.addSideFile("tokenizer/" + f, java.nio.file.Files.readAllBytes(p)));
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                    if (f.equals("chat_template.jinja")) template = "tokenizer/" + f;
+                    else files.put(f, "tokenizer/" + f);
+                }
+                tok = new BundleManifest.Tokenizer("hf", files, template);
+            }
+            List<BundleManifest.Rank> ranks = new ArrayList<>();
+            for (int rank = 0; rank < perRank.size(); rank++) {
+                List<Part> parts = perRank.get(rank);
+                long at = 0;
+                long[] offsets = new long[parts.size()];
+                for (int i = 0; i < parts.size(); i++) {
+                    at = align(at);
+                    offsets[i] = at;
+                    at += parts.get(i).bytes.length;
+                }
+                String file = "rank-" + rank + ".bin";
+                int idx = bw.createDataFile(file, at);
+                MemorySegment data = bw.rankData(idx);
+                List<BundleManifest.Tensor> tensors = new ArrayList<>();
+                for (int i = 0; i < parts.size(); i++) {
+                    Part p = parts.get(i);
+                    MemorySegment.copy(p.bytes, 0, data, ValueLayout.JAVA_BYTE, offsets[i], p.bytes.length);
+                    tensors.add(new BundleManifest.Tensor(p.full.name, p.full.layer, p.full.type.name(), p.full.shape, p.slice,
+                            p.storedShape, null, offsets[i], p.bytes.length, Checksums.crc32c(p.bytes)));
+                }
+                ranks.add(new BundleManifest.Rank(rank, rank % tp, rank / tp, file, at, tensors));
+            }
+            bw.commit(manifest(s, tp, pp, stages, ranks, tok, side));
+        }
+        return dir;
+    }
+
+    static BundleManifest manifest(Spec s, int tp, int pp, List<BundleManifest.Stage> stages, List<BundleManifest.Rank> ranks,
+                                   BundleManifest.Tokenizer tok, List<BundleManifest.SideFile> side) {
+        return new BundleManifest(BundleManifest.FORMAT_VERSION, "v100 TestBundles",
+                new BundleManifest.Source("random", "synthetic", s.arch, s.matType.name()), s.config(),
+                new BundleManifest.Parallel(tp, pp, stages), ALIGN, tok,
+                new BundleManifest.Generation(1, List.of(2), null, null, null, null, null, null, null, null),
+                side, ranks);
+    }
+
+    /**
+     * Writes a tp=1 pp=1 bundle of random weights straight into the mapped data file (for the
+     * ~1B-parameter benchmark bundle: nothing is held on the heap).
+     */
+    public static Path writeLarge(Path dir, Spec s, long seed) {
+        // shapes and order as randomWeights, without materializing the bytes
+        record Decl(String name, int layer, GgmlType type, long[] shape, double magnitude) {}
+        List<Decl> decls = new ArrayList<>();
+        long q = (long) s.heads * s.headDim, kv = (long) s.kvHeads * s.headDim;
+        decls.add(new Decl("token_embd.weight", -1, s.embType, new long[] {s.vocab, s.hidden}, 1.0));
+        for (int l = 0; l < s.layers; l++) {
+            String p = "blk." + l + ".";
+            decls.add(new Decl(p + "attn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1));
+            decls.add(new Decl(p + "attn_q.weight", l, s.matType, new long[] {q, s.hidden}, 1 / Math.sqrt(s.hidden)));
+            decls.add(new Decl(p + "attn_k.weight", l, s.matType, new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden)));
+            decls.add(new Decl(p + "attn_v.weight", l, s.matType, new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden)));
+            decls.add(new Decl(p + "attn_output.weight", l, s.matType, new long[] {s.hidden, q}, 1 / Math.sqrt(q)));
+            decls.add(new Decl(p + "ffn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1));
+            decls.add(new Decl(p + "ffn_gate.weight", l, s.matType, new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden)));
+            decls.add(new Decl(p + "ffn_up.weight", l, s.matType, new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden)));
+            decls.add(new Decl(p + "ffn_down.weight", l, s.matType, new long[] {s.hidden, s.ffn}, 1 / Math.sqrt(s.ffn)));
+        }
+        decls.add(new Decl("output_norm.weight", -1, GgmlType.F32, new long[] {s.hidden}, -1));
+        decls.add(new Decl("output.weight", -1, s.embType, new long[] {s.vocab, s.hidden}, 2 / Math.sqrt(s.hidden)));
+        try (BundleWriter bw = BundleWriter.create(dir, true)) {
+            long at = 0;
+            long[] offsets = new long[decls.size()], sizes = new long[decls.size()];
+            for (int i = 0; i < decls.size(); i++) {
+                Decl d = decls.get(i);
+                long elems = 1;
+                for (long x : d.shape) elems *= x;
+                at = align(at);
+                offsets[i] = at;
+                sizes[i] = d.type.bytesFor(elems);
+                at += sizes[i];
+            }
+            int idx = bw.createDataFile("rank-0.bin", at);
+            MemorySegment data = bw.rankData(idx);
+            SplittableRandom rnd = new SplittableRandom(seed);
+            List<BundleManifest.Tensor> tensors = new ArrayList<>();
+            for (int i = 0; i < decls.size(); i++) {
+                Decl d = decls.get(i);
+                MemorySegment part = data.asSlice(offsets[i], sizes[i]);
+                if (d.magnitude < 0) {
+                    for (long e = 0; e < d.shape[0]; e++) part.set(F32, 4 * e, (float) (1 + 0.2 * rnd.nextGaussian()));
+                } else {
+                    RandomBlocks.fill(d.type, part, 0, sizes[i] / d.type.typeSize * d.type.blockSize, d.magnitude, rnd);
+                }
+                tensors.add(new BundleManifest.Tensor(d.name, d.layer, d.type.name(), d.shape, null, d.shape, null,
+                        offsets[i], sizes[i], Checksums.crc32c(part)));
+            }
+            List<BundleManifest.Rank> ranks = List.of(new BundleManifest.Rank(0, 0, 0, "rank-0.bin", at, tensors));
+            bw.commit(manifest(s, 1, 1, stages(s.layers, 1), ranks, null, List.of()));
+        }
+        return dir;
+    }
+
+    /** The tiny benchmark geometry: the shared golden llama's (vocab 512, hidden 256, 2 layers, ffn 512, 4/2 heads of 64). */
+    public static Spec tinyBench(GgmlType type) {
+        return Spec.llama(type).withShape(512, 256, 2, 512, 4, 2, 64).withMaxPositions(2048);
+    }
+
+    /**
+     * Writes a synthetic benchmark bundle of random weights:
+     * {@code TestBundles OUT_DIR TYPE [1b|tiny]} (default 1b: Llama-3.2-1B geometry, 1.5 G stored parameters).
+     */
+    public static void main(String[] args) {
+        if (args.length < 2 || args.length > 3) {
+            System.err.println("usage: TestBundles OUT_DIR TYPE [1b|tiny]   (writes a random llama-shaped bundle)");
+            System.exit(2);
+        }
+        GgmlType t = GgmlType.byName(args[1]);
+        Spec spec = args.length == 3 && args[2].equals("tiny") ? tinyBench(t) : Spec.llama1B(t);
+        long t0 = System.nanoTime();
+        Path out = writeLarge(Path.of(args[0]), spec, 1);
+        System.out.printf("wrote %s in %.1f s%n", out, (System.nanoTime() - t0) / 1e9);
+    }
+}
