@@ -5,11 +5,13 @@ import dev.v100.converter.plan.StoragePolicy;
 import dev.v100.converter.plan.TensorSpec;
 import dev.v100.converter.recipe.ArchRecipe;
 import dev.v100.converter.recipe.LlamaFamilyRecipe;
+import dev.v100.converter.recipe.Qwen35Recipe;
 import dev.v100.converter.source.Checkpoint;
 import dev.v100.converter.source.Checkpoints;
 import dev.v100.converter.source.SourceTensor;
 import dev.v100.converter.source.StreamingCheckpoint;
 import dev.v100.converter.tensor.ConvertedTensor;
+import dev.v100.converter.tensor.LayoutTensor;
 import dev.v100.converter.tensor.SliceCopier;
 import dev.v100.converter.tensor.SliceOutput;
 import dev.v100.formats.ModelFormatException;
@@ -17,6 +19,7 @@ import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.formats.bundle.BundleWriter;
 import dev.v100.formats.bundle.Checksums;
 import dev.v100.formats.bundle.ModelConfig;
+import dev.v100.formats.w4a16.W4A16Layout;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -42,7 +45,7 @@ public final class Converter {
     public static final long ALIGNMENT_BYTES = 4096;
     /** Source bytes an archive conversion may hold in memory while tasks catch up. */
     static final long STREAM_BUDGET_BYTES = 1L << 30;
-    public static final List<ArchRecipe> RECIPES = List.of(new LlamaFamilyRecipe());
+    public static final List<ArchRecipe> RECIPES = List.of(new LlamaFamilyRecipe(), new Qwen35Recipe());
 
     /**
      * @param threads   copy threads (default: all cores)
@@ -91,7 +94,7 @@ public final class Converter {
         for (ArchRecipe r : RECIPES) if (r.accepts(ckpt)) return r;
         String what = ckpt.ggufMetadata().flatMap(m -> m.findString("general.architecture")).map(a -> "GGUF architecture '" + a + "'")
                 .orElse("this checkpoint's architecture");
-        throw new ModelFormatException(ckpt.location() + ": " + what + " is not supported (supported: llama, qwen2, qwen3, granite)");
+        throw new ModelFormatException(ckpt.location() + ": " + what + " is not supported (supported: llama, qwen2, qwen3, granite, qwen35, qwen35moe)");
     }
 
     public Report convert(Checkpoint ckpt, Path out, Options o) {
@@ -113,11 +116,16 @@ public final class Converter {
             sourcesOf.put(spec, sources);
             consumed.addAll(sources);
             StoragePolicy.Decision d = policy.decide(spec, data.get());
+            checkStaysPacked(ckpt, recipe, cfg, spec, d);
             produced.put(spec, d);
-            if (d.note() != null) note(o, notes, spec.name() + ": " + d.note());
+            String why = d.note() != null ? d.note() : data.get().conversionNote();   // a layout fix's own note (e.g. dequantized to permute)
+            if (why != null) note(o, notes, spec.name() + ": " + why);
         }
         Map<String, String> skipped = recipe.skippedSourceTensors(ckpt);
-        skipped.forEach((name, why) -> note(o, notes, "skipped " + name + ": " + why));
+        Map<String, List<String>> byReason = new TreeMap<>();
+        skipped.forEach((name, why) -> byReason.computeIfAbsent(why, k -> new ArrayList<>()).add(name));
+        byReason.forEach((why, names) -> note(o, notes, "skipped " + names.size() + " tensor" + (names.size() == 1 ? "" : "s")
+                + " (" + why + "): " + String.join(", ", names.subList(0, Math.min(3, names.size()))) + (names.size() > 3 ? ", ..." : "")));
         List<String> leftover = new ArrayList<>();
         for (SourceTensor t : ckpt.tensors()) {
             if (!consumed.contains(t.name()) && !skipped.containsKey(t.name())) leftover.add(t.name());
@@ -140,7 +148,7 @@ public final class Converter {
                     TensorSpec spec = e.getKey();
                     if (!onStage(spec, st, stages.size())) continue;
                     var data = e.getValue().data();
-                    BundleManifest.Slice slice = ShardPlanner.slice(spec, data.type(), o.tp(), tpRank);
+                    BundleManifest.Slice slice = ShardPlanner.slice(spec, data, o.tp(), tpRank);
                     long bytes = SliceCopier.storedBytes(data, slice);
                     off = align(off);
                     list.add(new Planned(spec, e.getValue(), sourcesOf.get(spec), slice, ShardPlanner.storedShape(spec.shape(), slice), off, bytes));
@@ -168,6 +176,17 @@ public final class Converter {
             }
         }
         return new Report(out, cfg, total, (System.nanoTime() - t0) / 1e9, notes, clamped);
+    }
+
+    /** A recipe that wraps a packed (W4A16) source in a float view would store it dequantized: refuse. */
+    private static void checkStaysPacked(Checkpoint ckpt, ArchRecipe recipe, ModelConfig cfg, TensorSpec spec, StoragePolicy.Decision d) {
+        if (d.data() instanceof LayoutTensor) return;
+        for (String src : recipe.sourceNames(spec, ckpt, cfg)) {
+            if (ckpt.find(src).map(t -> W4A16Layout.DTYPE.equals(t.dtype())).orElse(false)) {
+                throw new ModelFormatException(ckpt.location() + ": " + spec.name() + " is built from the packed " + W4A16Layout.DTYPE + " tensor " + src
+                        + " through a view that would store it dequantized as " + d.data().type() + "; the recipe must use W4A16Tensor's packed views");
+            }
+        }
     }
 
     private static void note(Options o, List<String> notes, String line) {
@@ -344,10 +363,11 @@ public final class Converter {
             List<BundleManifest.Tensor> ts = new ArrayList<>();
             for (int j = 0; j < rp.tensors().size(); j++) {
                 Planned p = rp.tensors().get(j);
-                String dtype = p.decision().data().type().name();
+                LayoutTensor layout = p.decision().data() instanceof LayoutTensor l ? l : null;
+                String dtype = layout != null ? layout.layout() : p.decision().data().type().name();
                 if (rp.tpRank() == 0) typeCounts.merge(dtype, 1, Integer::sum);
                 ts.add(new BundleManifest.Tensor(p.spec().name(), p.spec().layer(), dtype, p.spec().shape(), p.slice(),
-                        p.storedShape(), null, p.offset(), p.bytes(), crcs.get(i)[j]));
+                        p.storedShape(), layout != null ? layout.quant(p.slice()) : null, p.offset(), p.bytes(), crcs.get(i)[j]));
             }
             out.add(new BundleManifest.Rank(rp.rank(), rp.tpRank(), rp.stage(), rp.file(), rp.fileBytes(), ts));
         }

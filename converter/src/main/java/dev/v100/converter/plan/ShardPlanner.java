@@ -1,11 +1,14 @@
 package dev.v100.converter.plan;
 
+import dev.v100.converter.tensor.LayoutTensor;
+import dev.v100.converter.tensor.TensorData;
 import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.formats.ggml.GgmlType;
 
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Cuts tensors for tensor-parallel ranks and layers for pipeline stages. Every cut is checked:
@@ -35,6 +38,19 @@ public final class ShardPlanner {
             first += n;
         }
         return out;
+    }
+
+    /**
+     * The slice of {@code spec} that tp rank {@code tpRank} holds for the data as stored: ggml types
+     * as {@link #slice(TensorSpec, GgmlType, int, int)}; a {@link LayoutTensor} (W4A16) checks its own
+     * cut granularity (whole quant groups along K).
+     */
+    public static BundleManifest.Slice slice(TensorSpec spec, TensorData data, int tp, int tpRank) {
+        if (!(data instanceof LayoutTensor layout)) return slice(spec, data.type(), tp, tpRank);
+        BundleManifest.Slice s = slice(spec, GgmlType.F32, tp, tpRank);   // element ranges, no block constraint
+        Optional<String> problem = layout.cutProblem(spec.name(), s, tp);
+        if (problem.isPresent()) throw new ShardPlanException(problem.get());
+        return s;
     }
 
     /**

@@ -1,6 +1,7 @@
 package dev.v100.converter.plan;
 
 import dev.v100.converter.tensor.ConvertedTensor;
+import dev.v100.converter.tensor.LayoutTensor;
 import dev.v100.converter.tensor.TensorData;
 import dev.v100.formats.ggml.GgmlType;
 
@@ -10,7 +11,8 @@ import java.util.Set;
 /**
  * The one place that decides how each bundle tensor is stored (docs/FORMAT.md "Conventions"):
  * vectors as F32; matrices keep a type the runtime has kernels for; BF16 becomes F16 (V100 has no
- * bf16); every other type is transcoded to F16 and the decision is reported.
+ * bf16); every other type is transcoded to F16 and the decision is reported. v100 layouts
+ * ({@link LayoutTensor}, e.g. W4A16) are stored as they are.
  */
 public final class StoragePolicy {
     /** Matrix types the runtime's CPU and CUDA kernels read directly. */
@@ -29,6 +31,7 @@ public final class StoragePolicy {
     public record Decision(TensorData data, String note) {}
 
     public Decision decide(TensorSpec spec, TensorData data) {
+        if (data instanceof LayoutTensor) return new Decision(data, null);   // W4A16: stored in its own layout, never transcoded
         GgmlType t = data.type();
         if (spec.shape().length == 1) {
             return t == GgmlType.F32 ? new Decision(data, null)

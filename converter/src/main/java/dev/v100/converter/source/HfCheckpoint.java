@@ -3,6 +3,7 @@ package dev.v100.converter.source;
 import dev.v100.converter.tensor.MappedTensor;
 import dev.v100.converter.tensor.StFloatTensor;
 import dev.v100.converter.tensor.TensorData;
+import dev.v100.converter.w4a16.QuantizedLinears;
 import dev.v100.formats.ModelFormatException;
 import dev.v100.formats.ggml.GgmlType;
 import dev.v100.formats.gguf.GgufMetadata;
@@ -29,13 +30,17 @@ public final class HfCheckpoint implements Checkpoint {
     private final SafetensorsModel model;
     private final HfConfig config;
     private final List<SourceTensor> tensors;
+    /** Packed (W4A16) linears, each seen as one "<module>.weight" source tensor; NONE for dense checkpoints. */
+    private final QuantizedLinears quantized;
 
     private HfCheckpoint(Path dir, SafetensorsModel model, HfConfig config) {
         this.dir = dir;
         this.model = model;
         this.config = config;
+        this.quantized = QuantizedLinears.detect(dir, model);
         List<SourceTensor> out = new ArrayList<>();
-        for (SafetensorsTensor t : model.tensors()) out.add(source(t));
+        for (SafetensorsTensor t : model.tensors()) if (!quantized.isComponent(t.name())) out.add(source(t));
+        out.addAll(quantized.sources());
         this.tensors = Collections.unmodifiableList(out);
     }
 
@@ -44,7 +49,12 @@ public final class HfCheckpoint implements Checkpoint {
         if (!Files.isRegularFile(cfg)) throw new ModelFormatException(dir + ": no config.json, so not an HF checkpoint directory");
         HfConfig config = HfConfig.read(cfg);
         SafetensorsModel model = SafetensorsModel.open(dir);
-        return new HfCheckpoint(dir, model, config);
+        try {
+            return new HfCheckpoint(dir, model, config);
+        } catch (RuntimeException e) {
+            model.close();
+            throw e;
+        }
     }
 
     /** ggml storage type of a safetensors dtype, when one exists. */
@@ -70,6 +80,9 @@ public final class HfCheckpoint implements Checkpoint {
 
     public SafetensorsModel model() { return model; }
 
+    /** The packed linears of a quantized checkpoint. */
+    public QuantizedLinears quantized() { return quantized; }
+
     @Override public String format() { return "hf-safetensors"; }
 
     @Override public Path location() { return dir; }
@@ -78,11 +91,13 @@ public final class HfCheckpoint implements Checkpoint {
 
     @Override
     public Optional<SourceTensor> find(String name) {
-        return model.findTensor(name).map(HfCheckpoint::source);
+        Optional<SourceTensor> packed = quantized.find(name);
+        return packed.isPresent() ? packed : model.findTensor(name).filter(t -> !quantized.isComponent(name)).map(HfCheckpoint::source);
     }
 
     @Override
     public TensorData data(SourceTensor t) {
+        if (quantized.find(t.name()).isPresent()) return quantized.data(t.name());
         SafetensorsTensor st = model.tensor(t.name());
         long[] shape = st.shape().length == 0 ? new long[] {1} : st.shape();
         GgmlType g = ggmlType(st.dtype());

@@ -17,6 +17,7 @@ public final class SliceCopier {
 
     /** Bytes the stored slice takes. */
     public static long storedBytes(TensorData t, BundleManifest.Slice slice) {
+        if (t instanceof LayoutTensor layout) return layout.storedBytes(slice);
         long[] shape = t.shape();
         if (slice == null) return t.byteSize();
         long len = slice.ranges().stream().mapToLong(BundleManifest.Range::length).sum();
@@ -42,6 +43,10 @@ public final class SliceCopier {
      * @return bytes written
      */
     public static long copy(TensorData t, BundleManifest.Slice slice, SliceOutput out, LongConsumer progress) {
+        if (t instanceof LayoutTensor layout) {
+            // a layout blob (weights | scales | zeros) is built whole: staging holds one stored slice
+            return layout.copySlice(slice, out.next(layout.storedBytes(slice)), 0, progress);
+        }
         long offsetBytes = 0;
         long[] shape = t.shape();
         long rowBytes = t.rowBytes();

@@ -45,6 +45,14 @@ public interface TensorData {
         return Math.multiplyExact(rows(), rowBytes());
     }
 
+    /**
+     * A line for the conversion notes when a layout fix had to change how this tensor is stored
+     * (e.g. dequantized because a permutation crosses quant blocks); null when nothing to say.
+     */
+    default String conversionNote() {
+        return null;
+    }
+
     /** Human-readable description for messages: type and shape. */
     default String describe() {
         return type() + " " + Arrays.toString(shape());

@@ -25,7 +25,7 @@ public final class KillableConversion {
         Converter.Options o = Converter.Options.of(2, 1).withFaultHook(p -> {
             if (p.equals(name) && seen.incrementAndGet() == nth) {
                 try {
-                    Files.writeString(marker, "reached " + point);
+                    writeMarker(marker, "reached " + point);
                     Thread.sleep(600_000);
                 } catch (IOException | InterruptedException e) {
                     throw new IllegalStateException(e);
@@ -33,6 +33,13 @@ public final class KillableConversion {
             }
         });
         new Converter().convert(ckpt, out, o);
-        Files.writeString(marker, "finished");
+        writeMarker(marker, "finished");
+    }
+
+    /** Written beside and renamed, so the parent never reads a half-written marker. */
+    private static void writeMarker(Path marker, String text) throws IOException {
+        Path tmp = marker.resolveSibling(marker.getFileName() + ".tmp");
+        Files.writeString(tmp, text);
+        Files.move(tmp, marker, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
     }
 }

@@ -21,6 +21,9 @@ import java.util.List;
  * @param residualMultiplier    scales each block output before the residual add (granite), 1 otherwise
  * @param attentionScale        softmax scale; null means 1/sqrt(headDim)
  * @param logitsScaling         logits are divided by this (granite), 1 otherwise
+ * @param mtpLayers             multi-token-prediction layers the bundle holds as an optional part
+ *                              (tensors named {@code mtp.*}, qwen35); 0 when none. A runtime loads
+ *                              them only when asked to (speculative decoding), never by default.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record ModelConfig(
@@ -46,7 +49,19 @@ public record ModelConfig(
         Double attentionScale,
         double logitsScaling,
         Gdn gdn,
-        Moe moe) {
+        Moe moe,
+        int mtpLayers) {
+
+    /** A config without MTP layers (every architecture but qwen35 / qwen35moe). */
+    public ModelConfig(String architecture, int vocabSize, int hiddenSize, int numLayers, int intermediateSize, int numHeads,
+                       int numKvHeads, int headDim, double rmsNormEps, int maxPositionEmbeddings, boolean tieWordEmbeddings,
+                       Rope rope, boolean attentionBias, boolean qkNorm, boolean attnOutputGate, double normWeightOffset,
+                       List<String> layerTypes, double embeddingMultiplier, double residualMultiplier, Double attentionScale,
+                       double logitsScaling, Gdn gdn, Moe moe) {
+        this(architecture, vocabSize, hiddenSize, numLayers, intermediateSize, numHeads, numKvHeads, headDim, rmsNormEps,
+                maxPositionEmbeddings, tieWordEmbeddings, rope, attentionBias, qkNorm, attnOutputGate, normWeightOffset, layerTypes,
+                embeddingMultiplier, residualMultiplier, attentionScale, logitsScaling, gdn, moe, 0);
+    }
 
     public static final String FULL_ATTENTION = "full_attention";
     public static final String LINEAR_ATTENTION = "linear_attention";

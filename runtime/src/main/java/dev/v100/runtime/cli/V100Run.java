@@ -4,14 +4,21 @@ import dev.v100.formats.ModelFormatException;
 import dev.v100.runtime.backend.BackendException;
 import dev.v100.runtime.engine.ContextOverflowException;
 import dev.v100.runtime.load.ModelLoadException;
+import dev.v100.runtime.cpu.CpuBackend;
+import dev.v100.runtime.cpu.CpuEngine;
+import dev.v100.runtime.engine.BundleText;
+import dev.v100.runtime.engine.Engine;
+import dev.v100.runtime.model.ModelOptions;
+import dev.v100.runtime.server.ServeCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 import java.io.UncheckedIOException;
+import java.nio.file.Path;
 
 /** Entry point of bin/v100-run. Thin: parse, call the library, map errors to one line and an exit code. */
 @Command(name = "v100-run", mixinStandardHelpOptions = true, versionProvider = V100Run.VersionProvider.class,
-        description = "Runs v100 bundles: logits dumps, text generation and benchmarks.",
+        description = "Runs v100 bundles: logits dumps, text generation, an OpenAI-compatible server and benchmarks.",
         subcommands = {LogitsCommand.class, GenerateCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
 public final class V100Run implements Runnable {
     public static final String VERSION = "0.1.0";
@@ -25,7 +32,7 @@ public final class V100Run implements Runnable {
 
     @Override
     public void run() {
-        throw new CommandLine.ParameterException(spec.commandLine(), "missing subcommand (logits, generate, bench)");
+        throw new CommandLine.ParameterException(spec.commandLine(), "missing subcommand (logits, generate, serve, bench)");
     }
 
     public static void main(String[] args) {
@@ -34,6 +41,7 @@ public final class V100Run implements Runnable {
 
     public static CommandLine commandLine() {
         CommandLine cl = new CommandLine(new V100Run());
+        cl.addSubcommand("serve", new ServeCommand(V100Run::openEngine));
         cl.setExecutionExceptionHandler((ex, cmd, parse) -> {
             if (ex instanceof ModelArgs.UnsupportedBackendException) {
                 cmd.getErr().println("error: " + ex.getMessage());
@@ -51,6 +59,12 @@ public final class V100Run implements Runnable {
             throw ex;
         });
         return cl;
+    }
+
+    /** The engine `serve` loads: the bundle on the chosen backend with its tokenizer and chat template. */
+    static Engine openEngine(Path bundle, String backend) {
+        if (!backend.equals("cpu")) throw new ModelArgs.UnsupportedBackendException("the " + backend + " backend is not built yet; use --backend cpu");
+        return CpuEngine.open(bundle, ModelOptions.defaults(), CpuBackend.Kernels.FAST, BundleText::load);
     }
 
     static final class VersionProvider implements CommandLine.IVersionProvider {
