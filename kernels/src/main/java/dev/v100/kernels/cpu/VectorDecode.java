@@ -45,7 +45,7 @@ public final class VectorDecode {
 
     /**
      * dot(decoded blocks, x[xOff ..]) over {@code nBlocks} blocks: fp32 lanes summed by {@link Lanes#sum},
-     * then the elements past the last whole 8 (F32/F16 rows of odd length) added in order.
+     * plus the sum of the elements past the last whole 8 (F32/F16 rows of odd length), taken in order.
      *
      * @param lanes scratch of 8 floats
      */
@@ -56,7 +56,9 @@ public final class VectorDecode {
         if (type.blockSize == 1 && whole < nBlocks) {
             float[] tail = new float[nBlocks - whole];
             run(type, src, off + (long) whole * type.typeSize, tail.length, tail, 0, null, 0, null);
-            for (int i = 0; i < tail.length; i++) sum += tail[i] * x[xOff + whole + i];
+            float tailSum = 0;   // summed apart, then added: the tiled path's order
+            for (int i = 0; i < tail.length; i++) tailSum += tail[i] * x[xOff + whole + i];
+            sum += tailSum;
         }
         return sum;
     }

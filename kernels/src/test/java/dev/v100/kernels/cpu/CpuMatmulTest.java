@@ -69,6 +69,32 @@ class CpuMatmulTest {
         }
     }
 
+    static GgmlType[] types() {
+        return RandomBlocks.MATMUL_TYPES;
+    }
+
+    /** The fused decode path (one token) and the tiled prefill path give every token the same bits. */
+    @ParameterizedTest
+    @MethodSource("types")
+    void decodePathEqualsPrefillPathBitForBit(GgmlType t) {
+        SplittableRandom rnd = new SplittableRandom(t.id);
+        int cols = t.blockSize == 1 ? 2 * CpuMatmul.CHUNK_ELEMS + 7 : t.blockSize * (2 * CpuMatmul.CHUNK_ELEMS / t.blockSize + 1);
+        int rows = 2 * CpuMatmul.ROW_BLOCK + 3;
+        int n = CpuMatmul.FUSED_MAX_TOKENS + 3;
+        StoredMatrix w = RandomBlocks.matrix("w", t, rows, cols, 0.05, rnd);
+        float[] x = new float[n * cols];
+        for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
+        float[] all = new float[n * rows];
+        CpuMatmul.matmul(w, x, 0, n, all, 0);
+        for (int tok = 0; tok < n; tok++) {
+            float[] one = new float[rows];
+            CpuMatmul.matmul(w, x, tok * cols, 1, one, 0);
+            for (int r = 0; r < rows; r++) {
+                assertEquals(Float.floatToIntBits(all[tok * rows + r]), Float.floatToIntBits(one[r]), t + " token " + tok + " row " + r);
+            }
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("cases")
     void fastMatchesReference(Case c) {
