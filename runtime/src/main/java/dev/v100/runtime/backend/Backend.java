@@ -59,6 +59,22 @@ public interface Backend extends AutoCloseable {
      */
     Weight weight(String name, GgmlType type, long[] shape, MemorySegment bytes);
 
+    /** Whether {@link #weightW4A16} has kernels here. */
+    default boolean supportsW4A16() {
+        return false;
+    }
+
+    /**
+     * A W4A16 weight (docs/FORMAT.md "W4A16 layout": 4-bit codes, fp16 scales and uint8 zero points per
+     * group of {@code groupSize} input columns, w = (q - z) * s); {@link #matmul} and {@link #embed} take it.
+     *
+     * @param shape stored shape [out, in], PyTorch order
+     * @param blob  the stored bytes (weights | scales | zeros), mapped from the bundle
+     */
+    default Weight weightW4A16(String name, long[] shape, int groupSize, MemorySegment blob) {
+        throw new BackendException(name + ": the " + name() + " backend has no W4A16 kernels");
+    }
+
     /** An empty KV cache for one layer. */
     KvCache allocateKvCache(int kvHeads, int headDim, int capacityTokens);
 

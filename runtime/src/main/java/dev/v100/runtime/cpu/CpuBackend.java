@@ -1,6 +1,8 @@
 package dev.v100.runtime.cpu;
 
 import dev.v100.formats.ggml.GgmlType;
+import dev.v100.kernels.cpu.W4A16Cpu;
+import dev.v100.kernels.w4a16.W4A16Reference;
 import dev.v100.kernels.cpu.CpuMatmul;
 import dev.v100.kernels.cpu.CpuOps;
 import dev.v100.kernels.cpu.VectorDecode;
@@ -55,6 +57,21 @@ public final class CpuBackend implements Backend {
     }
 
     @Override
+    public boolean supportsW4A16() {
+        return true;
+    }
+
+    @Override
+    public Weight weightW4A16(String name, long[] shape, int groupSize, MemorySegment blob) {
+        if (shape.length != 2) throw new BackendException(name + ": W4A16 weights are [out, in], got " + java.util.Arrays.toString(shape));
+        try {
+            return new CpuW4A16Weight(name, shape, groupSize, blob);
+        } catch (IllegalArgumentException e) {
+            throw new BackendException(e.getMessage(), e);
+        }
+    }
+
+    @Override
     public Weight weight(String name, GgmlType type, long[] shape, MemorySegment bytes) {
         if (!supports(type)) throw new BackendException(name + ": stored type " + type + " has no CPU kernel");
         if (shape.length != 1 && shape.length != 2) {
@@ -97,6 +114,16 @@ public final class CpuBackend implements Backend {
 
     @Override
     public void embed(Weight table, int[] tokens, Buffer out) {
+        if (table instanceof CpuW4A16Weight q) {
+            CpuBuffer o = buf(out);
+            if (o.rows != tokens.length || o.cols != q.geometry.cols()) throw new BackendException("embed: " + tokens.length + " tokens of " + q + " into " + o);
+            int cols = o.cols;
+            for (int i = 0; i < tokens.length; i++) {
+                if (tokens[i] < 0 || tokens[i] >= q.geometry.rows()) throw new BackendException("embed: token " + tokens[i] + " outside " + q);
+                W4A16Reference.dequantizeRows(q.blob, q.geometry, tokens[i], 1, o.data, o.offset + i * cols);
+            }
+            return;
+        }
         CpuWeight t = w(table);
         CpuBuffer o = buf(out);
         if (o.rows != tokens.length || o.cols != t.matrix.cols()) {
@@ -121,6 +148,20 @@ public final class CpuBackend implements Backend {
     @Override
     public void matmul(Buffer x, Weight w, Buffer out) {
         CpuBuffer xb = buf(x), ob = buf(out);
+        if (w instanceof CpuW4A16Weight q) {
+            if (xb.cols != q.geometry.cols() || ob.cols != q.geometry.rows() || ob.rows != xb.rows) {
+                throw new BackendException("matmul: " + xb + " @ " + q + "^T into " + ob);
+            }
+            if (kernels == Kernels.FAST) {
+                W4A16Cpu.matmul(q.blob, q.geometry, xb.data, xb.offset, xb.rows, ob.data, ob.offset);
+            } else {
+                float[] xs = java.util.Arrays.copyOfRange(xb.data, xb.offset, xb.offset + xb.rows * xb.cols);
+                float[] ys = new float[ob.rows * ob.cols];
+                W4A16Reference.matmul(xs, xb.rows, q.blob, q.geometry, ys);
+                System.arraycopy(ys, 0, ob.data, ob.offset, ys.length);
+            }
+            return;
+        }
         CpuWeight wt = w(w);
         if (wt.vector != null || xb.cols != wt.matrix.cols() || ob.cols != wt.matrix.rows() || ob.rows != xb.rows) {
             throw new BackendException("matmul: " + xb + " @ " + wt + "^T into " + ob);
