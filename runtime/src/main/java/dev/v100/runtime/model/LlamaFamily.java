@@ -138,7 +138,7 @@ public final class LlamaFamily {
     }
 
     /** Takes tensors with their expected shapes and slices and makes backend weights of them. */
-    private static final class Loader {
+    static final class Loader {
         final RankTensors ts;
         final Backend b;
         boolean incomplete;
@@ -193,7 +193,7 @@ public final class LlamaFamily {
             return out;
         }
 
-        private Weight weight(RankTensors.Taken t) {
+        Weight weight(RankTensors.Taken t) {
             GgmlType type;
             try {
                 type = GgmlType.byName(t.meta().dtype());
