@@ -149,7 +149,7 @@ public interface Backend extends AutoCloseable {
      * last K - 1 inputs (positions up to startPos + n - 1). Prefill (n tokens) and decode (1) are this
      * same call. out [n, C] may be x.
      *
-     * @param kernel   [C, K] F32 (the bundle's ssm_conv1d)
+     * @param kernel   [C, K], any type {@link #supports} names (the bundle's ssm_conv1d), used as fp32
      * @param startPos 0 starts a new sequence (the state's conv part is treated as zero); otherwise it
      *                 must equal the number of tokens this state's conv part has taken in so far
      */

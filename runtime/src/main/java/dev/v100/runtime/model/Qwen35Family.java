@@ -219,11 +219,11 @@ public final class Qwen35Family {
                     {2 * keyDim + g.firstValueHead() * dv, g.valueHeads() * dv}};
             long hv = g.valueHeads(), fv = g.firstValueHead();
             return new Qwen35Layers.Gdn(
-                    sections(p + "attn_qkv.weight", convFull, h, sections, null),
+                    sections(p + "attn_qkv.weight", convFull, h, sections),
                     l.matrix(p + "attn_gate.weight", 0, fv * dv, hv * dv, valueDim, h),
                     l.matrix(p + "ssm_beta.weight", 0, fv, hv, hvFull, h),
                     l.matrix(p + "ssm_alpha.weight", 0, fv, hv, hvFull, h),
-                    sections(p + "ssm_conv1d.weight", convFull, d.convKernel(), sections, "F32"),
+                    sections(p + "ssm_conv1d.weight", convFull, d.convKernel(), sections),
                     f32Vector(p + "ssm_dt.bias", hvFull, fv, hv),
                     f32Vector(p + "ssm_a_log", hvFull, fv, hv),
                     l.norm(p + "ssm_norm.weight", dv),
@@ -279,11 +279,10 @@ public final class Qwen35Family {
          * A matrix [fullRows, cols] of which this rank holds the given row ranges {start, length} of dim 0,
          * concatenated (the q, k, v sections of a GDN projection or conv).
          */
-        private Weight sections(String name, long fullRows, long cols, long[][] ranges, String dtype) {
+        private Weight sections(String name, long fullRows, long cols, long[][] ranges) {
             RankTensors.Taken t = ts.take(name);
             if (t == null) return missing();
             t.expectFullShape(fullRows, cols);
-            if (dtype != null) t.expectDtype(dtype);
             long rows = Arrays.stream(ranges).mapToLong(r -> r[1]).sum();
             BundleManifest.Slice s = t.meta().slice();
             boolean whole = rows == fullRows;

@@ -67,7 +67,7 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
      *
      * @param qkv    [C, h]: q, k, v sections of its heads
      * @param z      [hv*dv, h]; beta, alpha [hv, h]
-     * @param conv   [C, K] F32
+     * @param conv   [C, K], any stored type (F32 from GGUF; HF bf16 sources arrive as F16), decoded to fp32 by the backend
      * @param dtBias [hv] F32; aLog [hv] F32
      * @param norm   [dv] F32, plain multiplier
      * @param out    [h, hv*dv], row-parallel
