@@ -52,15 +52,9 @@ class CpuMoeTest {
         }
     }
 
-    /**
-     * The view arithmetic depends only on a type's row bytes: one per-element type of each width and one
-     * block type (the types every matmul kernel has are CpuMatmulTest's business).
-     */
-    private static final GgmlType[] TYPES = {GgmlType.F32, GgmlType.F16, GgmlType.Q8_0};
-
     static List<Case> cases() {
         List<Case> out = new ArrayList<>();
-        for (GgmlType t : TYPES) {
+        for (GgmlType t : RandomBlocks.MATMUL_TYPES) {
             int cols = t.blockSize == 1 ? 33 : 2 * t.blockSize;
             out.add(new Case(t, 5, 7, cols, 1, 1, false));
             out.add(new Case(t, 5, 7, cols, 7, 3, true));

@@ -41,11 +41,6 @@ class Qwen35GoldenTest {
     static final double GREEDY_MARGIN = 1e-3;
 
     static final List<String> CASES = List.of("qwen35-tiny.hf-bf16", "qwen35.gguf-q8_0", "qwen35moe-tiny.hf-bf16", "qwen35moe.gguf-q4_0-split");
-    /**
-     * Cases whose every stored type the reference kernels decode (kernels.ref.RefDequant: F32, F16, Q8_0),
-     * so the whole model also runs on the oracle backend.
-     */
-    static final List<String> REFERENCE_KERNEL_CASES = List.of("qwen35-tiny.hf-bf16", "qwen35.gguf-q8_0", "qwen35moe-tiny.hf-bf16");
 
     @TempDir
     Path tmp;
@@ -73,7 +68,7 @@ class Qwen35GoldenTest {
             out.add(new Run(id, new Layout(1, 2, ModelOptions.DEFAULT_CHUNK_TOKENS, CpuBackend.Kernels.FAST)));
             if (c.maxTp() >= 2) out.add(new Run(id, new Layout(2, 2, 5, CpuBackend.Kernels.FAST)));
             else out.add(new Run(id, new Layout(1, 1, 5, CpuBackend.Kernels.FAST)));
-            if (REFERENCE_KERNEL_CASES.contains(id)) out.add(new Run(id, new Layout(1, 1, ModelOptions.DEFAULT_CHUNK_TOKENS, CpuBackend.Kernels.REFERENCE)));
+            out.add(new Run(id, new Layout(1, 1, ModelOptions.DEFAULT_CHUNK_TOKENS, CpuBackend.Kernels.REFERENCE)));
         }
         return out;
     }
