@@ -139,7 +139,7 @@ public final class LlamaFamily {
     }
 
     /** Takes tensors with their expected shapes and slices and makes backend weights of them. */
-    private static final class Loader {
+    static final class Loader {
         final RankTensors ts;
         final Backend b;
         boolean incomplete;
@@ -194,7 +194,7 @@ public final class LlamaFamily {
             return out;
         }
 
-        private Weight weight(RankTensors.Taken t) {
+        Weight weight(RankTensors.Taken t) {
             if (t.meta().dtype().equals(W4A16Layout.DTYPE)) {
                 if (!b.supportsW4A16()) {
                     throw new ModelLoadException(ts.where() + ": tensor " + t.name() + " is stored as W4A16, which the "
