@@ -19,6 +19,7 @@ public final class GgufCheckpoint implements Checkpoint {
     private final GgufFile file;
     private final List<SourceTensor> tensors;
     private final Map<String, GgufTensor> byName = new HashMap<>();
+    private final Map<Integer, java.nio.channels.FileChannel> channels = new HashMap<>();
 
     public GgufCheckpoint(GgufFile file) {
         this.file = file;
@@ -53,12 +54,33 @@ public final class GgufCheckpoint implements Checkpoint {
         GgufTensor g = byName.get(t.name());
         long[] shape = g.shape();
         if (shape.length == 0) shape = new long[] {1};
-        return new MappedTensor(g.type(), shape, file.data(g));
+        return new MappedTensor(g.type(), shape, file.data(g), channel(g.fileIndex()), g.offsetBytes());
     }
 
     @Override public Optional<GgufMetadata> ggufMetadata() { return Optional.of(file.metadata()); }
 
     @Override public Optional<byte[]> sideFile(String name) { return Optional.empty(); }
 
-    @Override public void close() { file.close(); }
+    /** Read channels of the GGUF files, opened on first use (positional reads are thread-safe). */
+    private synchronized java.nio.channels.FileChannel channel(int fileIndex) {
+        return channels.computeIfAbsent(fileIndex, i -> {
+            try {
+                return java.nio.channels.FileChannel.open(file.files().get(i), java.nio.file.StandardOpenOption.READ);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException("cannot read " + file.files().get(i) + ": " + e.getMessage(), e);
+            }
+        });
+    }
+
+    @Override
+    public void close() {
+        for (var ch : channels.values()) {
+            try {
+                ch.close();
+            } catch (java.io.IOException ignored) {
+                // read-only channel: nothing to lose
+            }
+        }
+        file.close();
+    }
 }

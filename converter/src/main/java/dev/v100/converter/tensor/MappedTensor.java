@@ -10,8 +10,21 @@ public final class MappedTensor implements TensorData {
     private final long[] shape;
     private final MemorySegment data;   // [rows, rowBytes]
     private final long rowBytes;
+    private final java.nio.channels.FileChannel file;   // the same bytes in a file, read with pread, or null
+    private final long fileOffset;
 
     public MappedTensor(GgmlType type, long[] shape, MemorySegment data) {
+        this(type, shape, data, null, 0);
+    }
+
+    /**
+     * @param file       a channel on the file the mapping comes from: bulk copies read it with positional
+     *                   reads (no page faults on the mapping, which cost more than the copy itself)
+     * @param fileOffset where {@code data} starts in that file
+     */
+    public MappedTensor(GgmlType type, long[] shape, MemorySegment data, java.nio.channels.FileChannel file, long fileOffset) {
+        this.file = file;
+        this.fileOffset = fileOffset;
         this.type = type;
         this.shape = shape.clone();
         this.data = data;
@@ -28,7 +41,27 @@ public final class MappedTensor implements TensorData {
 
     @Override
     public void copyRows(long row0, long nRows, MemorySegment dst, long dstOffsetBytes) {
-        MemorySegment.copy(data, row0 * rowBytes, dst, dstOffsetBytes, nRows * rowBytes);
+        long n = nRows * rowBytes;
+        if (file != null && n >= (1 << 16) && dst.isNative()) {
+            java.nio.ByteBuffer bb = dst.asSlice(dstOffsetBytes, n).asByteBuffer();
+            long pos = fileOffset + row0 * rowBytes;
+            try {
+                while (bb.hasRemaining()) {
+                    int r = file.read(bb, pos);
+                    if (r < 0) throw new java.io.EOFException("source file ends early");
+                    pos += r;
+                }
+                return;
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException("reading the source: " + e.getMessage(), e);
+            }
+        }
+        MemorySegment.copy(data, row0 * rowBytes, dst, dstOffsetBytes, n);
+    }
+
+    /** Whether bulk copies go through positional reads of the source file. */
+    public boolean readsFile() {
+        return file != null;
     }
 
     @Override

@@ -17,7 +17,7 @@ public final class SliceCopier {
 
     /** A run of whole rows: source bytes go out as they are when no view transforms them. */
     private static void copyRun(TensorData t, long row0, long nRows, long rowBytes, SliceOutput out) {
-        if (t instanceof MappedTensor m) out.append(m.segment().asSlice(row0 * rowBytes, nRows * rowBytes));
+        if (t instanceof MappedTensor m && !m.readsFile()) out.append(m.segment().asSlice(row0 * rowBytes, nRows * rowBytes));
         else t.copyRows(row0, nRows, out.next(nRows * rowBytes), 0);
     }
 
