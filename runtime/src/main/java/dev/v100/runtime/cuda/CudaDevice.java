@@ -70,13 +70,17 @@ public final class CudaDevice implements AutoCloseable {
         try {
             Loader.load(org.bytedeco.cuda.global.cudart.class);
         } catch (UnsatisfiedLinkError | NoClassDefFoundError e) {
-            throw new CudaException("the CUDA backend cannot start: no usable NVIDIA driver / CUDA runtime on this machine ("
+            throw new CudaUnavailableException("the CUDA backend cannot start on this machine: no usable NVIDIA driver / CUDA runtime ("
                     + e.getMessage() + "); use --backend cpu", e);
         }
-        Cuda.check(cuInit(0), "cuInit", "initializing the CUDA driver");
+        int rc = cuInit(0);
+        if (rc == 100) throw new CudaUnavailableException("the CUDA backend cannot start on this machine: the driver sees no GPU (CUDA_ERROR_NO_DEVICE)");
+        Cuda.check(rc, "cuInit", "initializing the CUDA driver");
         int[] count = new int[1];
         Cuda.check(cuDeviceGetCount(count), "cuDeviceGetCount");
-        if (ordinal >= count[0]) throw new CudaException("cuDeviceGet", -1, "CUDA device " + ordinal + " requested, this machine has " + count[0]);
+        if (ordinal >= count[0]) {
+            throw new CudaUnavailableException("the CUDA backend cannot start: device " + ordinal + " requested, this machine has " + count[0] + " GPU(s)");
+        }
         int[] dev = new int[1];
         Cuda.check(cuDeviceGet(dev, ordinal), "cuDeviceGet");
         byte[] nm = new byte[256];
@@ -88,8 +92,8 @@ public final class CudaDevice implements AutoCloseable {
         this.ccMinor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev[0]);
         this.multiprocessors = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev[0]);
         if (ccMajor < 7) {
-            throw new CudaException("cuDeviceGetAttribute", -1, name + " has compute capability " + ccMajor + "." + ccMinor
-                    + "; the kernels need 7.0 (V100) or newer (fp16 tensor cores)");
+            throw new CudaUnavailableException(name + " has compute capability " + ccMajor + "." + ccMinor
+                    + "; the CUDA kernels need 7.0 (V100) or newer (fp16 tensor cores)");
         }
         SizeTPointer total = new SizeTPointer(1);
         Cuda.check(cuDeviceTotalMem(total, dev[0]), "cuDeviceTotalMem");
