@@ -1,8 +1,8 @@
 // Causal grouped-query attention over a paged fp16 KV cache.
 //
-// Cache layout: a pool of pages; page p holds PAGE positions of one layer of one sequence,
-// K [kvHeads][PAGE][headDim] then V [kvHeads][PAGE][headDim] (fp16). A sequence's block table maps
-// position / PAGE to its page. Query row t is at position startPos + t and attends over [0, startPos + t].
+// Cache layout: a pool of pages pageStride halves apart; a page holds PAGE positions of one layer of
+// one sequence, K [kvHeads][PAGE][headDim] then V [kvHeads][PAGE][headDim] (fp16). A sequence's block
+// table maps position / PAGE to its page. Query row t is at position startPos + t and attends over [0, startPos + t].
 //
 // Decode (few query rows): flash-decoding. attn_decode splits each row's keys into chunks of CHUNK,
 // one block per (head, chunk, row), writing an unnormalized partial (max, sum, acc[headDim]) in fp32;
@@ -14,15 +14,14 @@
 #define CHUNK 256
 #define THREADS 128
 
-__device__ __forceinline__ i64 page_elems(int kvHeads, int hd) { return 2LL * kvHeads * PAGE * hd; }
-
 // K row of (kv head kvh, position pos); the V row is kvHeads * PAGE * hd further
-__device__ __forceinline__ const h16* k_row(const h16* pool, const int* table, int kvHeads, int hd, int kvh, int pos) {
-    return pool + (i64) table[pos / PAGE] * page_elems(kvHeads, hd) + ((i64) kvh * PAGE + pos % PAGE) * hd;
+__device__ __forceinline__ const h16* k_row(const h16* pool, const int* table, i64 pageStride, int hd, int kvh, int pos) {
+    return pool + (i64) table[pos / PAGE] * pageStride + ((i64) kvh * PAGE + pos % PAGE) * hd;
 }
 
 // Stores k, v [n, kvHeads * hd] at positions [startPos, startPos + n)
-extern "C" __global__ void kv_store(const h16* k, const h16* v, int n, int kvHeads, int hd, h16* pool, const int* table, int startPos) {
+extern "C" __global__ void kv_store(const h16* k, const h16* v, int n, int kvHeads, int hd, h16* pool, const int* table, i64 pageStride,
+                                    int startPos) {
     i64 total = (i64) n * kvHeads * hd;
     i64 vOff = (i64) kvHeads * PAGE * hd;
     for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64) gridDim.x * blockDim.x) {
@@ -30,7 +29,7 @@ extern "C" __global__ void kv_store(const h16* k, const h16* v, int n, int kvHea
         i64 th = i / hd;
         int h = (int) (th % kvHeads), t = (int) (th / kvHeads);
         int pos = startPos + t;
-        h16* kr = pool + (i64) table[pos / PAGE] * page_elems(kvHeads, hd) + ((i64) h * PAGE + pos % PAGE) * hd;
+        h16* kr = pool + (i64) table[pos / PAGE] * pageStride + ((i64) h * PAGE + pos % PAGE) * hd;
         kr[d] = k[i];
         kr[vOff + d] = v[i];
     }
@@ -47,7 +46,7 @@ __device__ __forceinline__ float block_max(float v, float* red) {
 }
 
 // grid (heads, splits, n). partO [n, heads, splits, hd], partML [n, heads, splits, 2] (max, sum)
-extern "C" __global__ void attn_decode(const h16* q, int heads, int kvHeads, int hd, const h16* pool, const int* table,
+extern "C" __global__ void attn_decode(const h16* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, i64 pageStride,
                                        int startPos, float scale, int splits, float* partO, float* partML) {
     __shared__ float qs[256];
     __shared__ float p[CHUNK];
@@ -68,7 +67,7 @@ extern "C" __global__ void attn_decode(const h16* q, int heads, int kvHeads, int
     __syncthreads();
     int cnt = k1 - k0;
     for (int j = warp; j < cnt; j += blockDim.x >> 5) {
-        const h16* kr = k_row(pool, table, kvHeads, hd, kvh, k0 + j);
+        const h16* kr = k_row(pool, table, pageStride, hd, kvh, k0 + j);
         float dot = 0.f;
         for (int d = lane; d < hd; d += 32) dot += qs[d] * h2f(kr[d]);
         dot = warp_sum(dot);
@@ -88,7 +87,7 @@ extern "C" __global__ void attn_decode(const h16* q, int heads, int kvHeads, int
     i64 vOff = (i64) kvHeads * PAGE * hd;
     for (int d = tid; d < hd; d += blockDim.x) {
         float a = 0.f;
-        for (int j = 0; j < cnt; j++) a += p[j] * h2f(k_row(pool, table, kvHeads, hd, kvh, k0 + j)[vOff + d]);
+        for (int j = 0; j < cnt; j++) a += p[j] * h2f(k_row(pool, table, pageStride, hd, kvh, k0 + j)[vOff + d]);
         partO[part * hd + d] = a;
     }
     if (tid == 0) { partML[2 * part] = m; partML[2 * part + 1] = l; }
@@ -121,7 +120,7 @@ __device__ __forceinline__ int round_up(int v, int m) { return (v + m - 1) / m *
 
 // grid (ceil(n / QT), heads), THREADS threads, dynamic shared memory as KernelCatalog.attnPrefillSmemBytes
 extern "C" __global__ void attn_prefill(const h16* q, int n, int heads, int kvHeads, int hd, const h16* pool, const int* table,
-                                        int startPos, float scale, h16* out) {
+                                        i64 pageStride, int startPos, float scale, h16* out) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int kt = hd <= 128 ? 64 : 32;       // keys per tile
     const int hdp = round_up(hd, 16);         // WMMA K/N extent over head dims (zero padded)
@@ -156,7 +155,7 @@ extern "C" __global__ void attn_prefill(const h16* q, int n, int heads, int kvHe
             int j = i / hdp, d = i % hdp;
             h16 kv = 0, vv = 0;
             if (j < kcnt && d < hd) {
-                const h16* kr = k_row(pool, table, kvHeads, hd, kvh, kb + j);
+                const h16* kr = k_row(pool, table, pageStride, hd, kvh, kb + j);
                 kv = kr[d];
                 vv = kr[vOff + d];
             }

@@ -398,11 +398,11 @@ public final class CudaBackend implements Backend {
         device.bind();
         int heads = qb.cols / c.headDim, hd = c.headDim;
         c.ensure(startPos + n, name + " layer " + lastLayer);
-        long pool = c.poolBase();
+        long pool = c.poolBase(), stride = c.pageStrideElems();
         long kvElems = (long) n * kvCols;
         synchronized (device) {
-            device.kernel("kv_store").ptr(kb.address).ptr(vb.address).i32(n).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i32(startPos)
-                    .go(blocks(kvElems), 1, 1, EW, 0);
+            device.kernel("kv_store").ptr(kb.address).ptr(vb.address).i32(n).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride)
+                    .i32(startPos).go(blocks(kvElems), 1, 1, EW, 0);
         }
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
             int splits = (startPos + n + KernelCatalog.ATTN_DECODE_CHUNK_TOKENS - 1) / KernelCatalog.ATTN_DECODE_CHUNK_TOKENS;
@@ -410,7 +410,7 @@ public final class CudaBackend implements Backend {
             long partO = device.scratch("attn-partials", 4L * parts * hd);
             long partML = device.scratch("attn-maxsum", 8L * parts);
             synchronized (device) {
-                device.kernel("attn_decode").ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i32(startPos).f32(scale)
+                device.kernel("attn_decode").ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).i32(startPos).f32(scale)
                         .i32(splits).ptr(partO).ptr(partML).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
                 device.kernel("attn_combine").ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address)
                         .go(heads, n, 1, KernelCatalog.ATTN_THREADS, 0);
@@ -421,7 +421,7 @@ public final class CudaBackend implements Backend {
             if (smem > declared) throw new BackendException("attn_prefill: head dim " + hd + " needs " + smem + " bytes of shared memory, declared " + declared);
             int qTiles = (n + KernelCatalog.ATTN_PREFILL_QUERY_TILE - 1) / KernelCatalog.ATTN_PREFILL_QUERY_TILE;
             synchronized (device) {
-                device.kernel("attn_prefill").ptr(qb.address).i32(n).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i32(startPos)
+                device.kernel("attn_prefill").ptr(qb.address).i32(n).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).i32(startPos)
                         .f32(scale).ptr(ob.address).go(qTiles, heads, 1, KernelCatalog.ATTN_THREADS, smem);
             }
         }

@@ -70,8 +70,10 @@ public final class CudaDevice implements AutoCloseable {
         try {
             Loader.load(org.bytedeco.cuda.global.cudart.class);
         } catch (UnsatisfiedLinkError | NoClassDefFoundError e) {
+            Throwable root = e;
+            while (root.getCause() != null) root = root.getCause();
             throw new CudaUnavailableException("the CUDA backend cannot start on this machine: no usable NVIDIA driver / CUDA runtime ("
-                    + e.getMessage() + "); use --backend cpu", e);
+                    + root.getMessage() + "); use --backend cpu", e);
         }
         int rc = cuInit(0);
         if (rc == 100) throw new CudaUnavailableException("the CUDA backend cannot start on this machine: the driver sees no GPU (CUDA_ERROR_NO_DEVICE)");
@@ -261,9 +263,9 @@ public final class CudaDevice implements AutoCloseable {
      */
     KvPagePool kvPool(long pageBytes) {
         if (kvPool != null) {
-            if (kvPool.pageBytes % pageBytes != 0) {
+            if (pageBytes > kvPool.pageBytes) {
                 throw new CudaException("cuMemAlloc", -1, "a KV cache needs pages of " + pageBytes + " bytes, the pool on " + name
-                        + " was made with pages of " + kvPool.pageBytes + " (not a multiple)");
+                        + " was made with pages of " + kvPool.pageBytes + " for the first model's geometry");
             }
             return kvPool;
         }

@@ -47,16 +47,18 @@ final class CudaKvCache implements KvCache, AutoCloseable {
         while (mapped < need) {
             int p = pool.take(who);
             pages[mapped] = p;
-            // the kernels address pages relative to the pool base in units of this cache's page size
-            long idx = pool.pageBytes / pageBytes * (long) p;
-            if (idx > Integer.MAX_VALUE) throw new CudaException("kvPool", -1, "KV page index " + idx + " overflows");
-            Cuda.check(cuMemsetD32Async(table + 4L * mapped, (int) idx, 1, owner.device.stream), "cuMemsetD32Async", "mapping a KV page");
+            Cuda.check(cuMemsetD32Async(table + 4L * mapped, p, 1, owner.device.stream), "cuMemsetD32Async", "mapping a KV page");
             mapped++;
         }
     }
 
     long poolBase() {
         return owner.device.kvPool(pageBytes).base;
+    }
+
+    /** Distance between pool pages in fp16 elements (a pool page may be larger than this cache's pages need). */
+    long pageStrideElems() {
+        return owner.device.kvPool(pageBytes).pageBytes / 2;
     }
 
     @Override
