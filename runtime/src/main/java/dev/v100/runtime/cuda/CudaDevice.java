@@ -42,6 +42,7 @@ public final class CudaDevice implements AutoCloseable {
     private static final ThreadLocal<CUctx_st> BOUND = new ThreadLocal<>();
 
     final int ordinal;
+    private final int cuDevice;
     final String name;
     final int ccMajor;
     final int ccMinor;
@@ -85,6 +86,7 @@ public final class CudaDevice implements AutoCloseable {
         }
         int[] dev = new int[1];
         Cuda.check(cuDeviceGet(dev, ordinal), "cuDeviceGet");
+        this.cuDevice = dev[0];
         byte[] nm = new byte[256];
         Cuda.check(cuDeviceGetName(nm, nm.length, dev[0]), "cuDeviceGetName");
         int len = 0;
@@ -333,6 +335,8 @@ public final class CudaDevice implements AutoCloseable {
         if (cublas != null) cublasDestroy_v2(cublas);
         for (CUmod_st m : modules) cuModuleUnload(m);
         cuStreamDestroy(stream);
+        cuDevicePrimaryCtxRelease(cuDevice);
+        BOUND.remove();
         closed = true;
         arena.close();
     }
