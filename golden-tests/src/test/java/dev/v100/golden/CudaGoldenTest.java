@@ -17,7 +17,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -34,9 +33,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * pp 2 where the case allows; all ranks on one GPU), its logits against transformers' fp32 logits of
  * the same weights: NMSE within {@link GoldenCompare#GPU_FP16_NMSE}, the same top-1 wherever the
  * reference's top-1/top-2 margin exceeds {@link #FP16_MARGIN}, and the greedy continuation.
- *
- * <p>The device machine has bundles converted ahead of time (system property {@value #BUNDLES_PROPERTY},
- * written by {@link #main}); elsewhere each case is converted into a temporary folder.
+ * Each case is converted into a temporary folder first (the converter needs no GPU).
  */
 @Tag("gpu")
 class CudaGoldenTest {
@@ -47,7 +44,6 @@ class CudaGoldenTest {
     static final double FP16_MARGIN = 0.05;
     /** A hidden-state checkpoint counts as diverged above this NMSE on the fp16 path (for the failure report). */
     static final double CHECKPOINT_NMSE_FP16 = 1e-5;
-    static final String BUNDLES_PROPERTY = "v100.golden.bundles";
     static final long KV_POOL_BYTES = 256L << 20;
 
     @TempDir
@@ -80,12 +76,6 @@ class CudaGoldenTest {
     }
 
     static Path bundleFor(GoldenCase c, GoldenSuiteTest.Layout l) {
-        String dir = System.getProperty(BUNDLES_PROPERTY);
-        if (dir != null && !dir.isEmpty()) {
-            Path b = Path.of(dir).resolve(c.id() + "-" + l);
-            if (!Files.isDirectory(b)) fail("no pre-converted bundle " + b + " (run CudaGoldenTest.main when preparing the device folder)");
-            return b;
-        }
         Path b = work.resolve(c.id() + "-" + l);
         new Converter().convert(c.source(), b, Converter.Options.of(l.tp(), l.pp()).withForce(true));
         return b;
@@ -164,22 +154,5 @@ class CudaGoldenTest {
             }
         }
         return "every hidden checkpoint is within " + CHECKPOINT_NMSE_FP16 + "; the logits alone differ";
-    }
-
-    /**
-     * Converts every case the CUDA backend runs, at every layout this test uses, into {@code args[0]}
-     * (for the device machine, which gets the bundles instead of the converter).
-     */
-    public static void main(String[] args) {
-        Path out = Path.of(args[0]);
-        int n = 0;
-        for (GoldenCase c : GoldenCase.all()) {
-            if (unsupported(c) != null) continue;
-            for (GoldenSuiteTest.Layout l : layouts(c)) {
-                new Converter().convert(c.source(), out.resolve(c.id() + "-" + l), Converter.Options.of(l.tp(), l.pp()).withForce(true));
-                n++;
-            }
-        }
-        System.out.println("converted " + n + " golden bundles into " + out);
     }
 }

@@ -7,7 +7,6 @@ import dev.v100.runtime.model.DecoderModel;
 import dev.v100.runtime.model.ModelOptions;
 
 import java.io.PrintWriter;
-import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -34,7 +33,7 @@ public final class CudaBench {
 
     public static int run(Path bundlePath, ModelOptions requested, CudaOptions cuda, int decodeTokens, PrintWriter out) {
         long t0 = System.nanoTime();
-        long jvmStartMs = ManagementFactory.getRuntimeMXBean().getStartTime();
+        long jvmStartMs = ProcessHandle.current().info().startInstant().map(java.time.Instant::toEpochMilli).orElse(System.currentTimeMillis());
         BundleManifest manifest;
         try (Bundle b = Bundle.open(bundlePath)) {
             manifest = b.manifest();

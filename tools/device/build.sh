@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Prepares .device/ (git-ignored) for the GPU machine, which has no Java, no Maven and no network:
+# a jlink JRE (made by make-jre.sh, libjvm stripped), the runtime class path built with the CUDA 13
+# presets (-Pcuda13: the H200 machine has CUDA 13.0 libraries only), the converter (the golden check
+# converts the committed fixtures there), the GPU test classes and the JUnit Platform. Everything that
+# travels to the device (tracked files + .device) must stay under 64 MiB; this script checks that.
+#
+# Usage: tools/device/build.sh        (ONLINE=1 lets Maven download missing artifacts)
+# Then, with the device tool:  carry [".device"], command "bash tools/device/run.sh"
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+if [ -z "${JAVA_HOME:-}" ] || ! "$JAVA_HOME/bin/java" -version 2>&1 | grep -q '"2[5-9]'; then
+  JAVA_HOME=$(ls -d /usr/lib/jvm/*25* 2>/dev/null | head -1)
+fi
+export JAVA_HOME
+MAKE_JRE=${MAKE_JRE:-$root/../shared/device/make-jre.sh}
+[ -x "$MAKE_JRE" ] || MAKE_JRE=/work/shared/device/make-jre.sh
+CAP_BYTES=$((64 * 1024 * 1024))
+dev=.device
+
+mvn_opts=(-B -q -Pcuda13 -DskipTests)
+[ "${ONLINE:-0}" = 1 ] || mvn_opts+=(-o)
+echo "== mvn ${mvn_opts[*]} package (runtime, golden-tests and what they need)"
+mvn "${mvn_opts[@]}" package -pl runtime,golden-tests -am
+
+mkdir -p "$dev"
+make_jre() {   # $1 = full (make-jre.sh) or slim (only the modules the device runs need: ~1.5 MB less)
+  rm -rf "$dev/jre"
+  if [ "$1" = slim ]; then
+    echo "== JRE (slim): jlink java.base, java.logging, jdk.unsupported, jdk.incubator.vector"
+    "$JAVA_HOME/bin/jlink" --add-modules java.base,java.logging,jdk.unsupported,jdk.incubator.vector \
+      --strip-debug --no-header-files --no-man-pages --compress=zip-9 --output "$dev/jre"
+  else
+    echo "== JRE: $MAKE_JRE $dev/jre"
+    "$MAKE_JRE" "$dev/jre"
+  fi
+  # symbols the JVM does not need at run time (hs_err stack names only): about 5 MB
+  strip --strip-unneeded "$dev/jre/lib/server/libjvm.so"
+  echo "$1" > "$dev/jre/.v100-kind"
+}
+[ -x "$dev/jre/bin/java" ] || make_jre "${JRE:-full}"
+
+echo "== class path: $dev/lib"
+rm -rf "$dev/lib" "$dev/out"
+mkdir -p "$dev/lib"
+cp runtime/target/lib/*.jar runtime/target/v100-runtime.jar converter/target/v100-converter.jar "$dev/lib/"
+cp runtime/target/gpu-test-lib/*.jar "$dev/lib/"
+# the CUDA preset's natives jar holds bindings of every CUDA library (5 MB): keep the two the backend loads
+for j in "$dev"/lib/cuda-*-linux-x86_64.jar; do
+  tmp=$(mktemp -d)
+  (cd "$tmp" && "$JAVA_HOME/bin/jar" xf "$root/$j" META-INF org/bytedeco/cuda/linux-x86_64/libjnicudart.so \
+      org/bytedeco/cuda/linux-x86_64/libjnicublas.so && rm -f "$root/$j" && \
+   "$JAVA_HOME/bin/jar" cf "$root/$j" -C "$tmp" .)
+  rm -rf "$tmp"
+done
+(cd runtime/target/test-classes && "$JAVA_HOME/bin/jar" cf "$root/$dev/lib/v100-runtime-gpu-tests.jar" dev/v100/runtime/cuda dev/v100/runtime/testing)
+(cd golden-tests/target/test-classes && "$JAVA_HOME/bin/jar" cf "$root/$dev/lib/v100-golden-gpu-tests.jar" dev)
+
+# what travels: every tracked file, untracked files git does not ignore, and .device
+tracked=$(git ls-files -z --cached --others --exclude-standard | xargs -0 -r du -cb 2>/dev/null | tail -1 | cut -f1)
+device=$(du -sb "$dev" | cut -f1)
+total=$((tracked + device))
+if [ "$total" -ge "$CAP_BYTES" ] && [ "$(cat "$dev/jre/.v100-kind" 2>/dev/null)" != slim ]; then
+  echo "== $total bytes would travel, over the cap: a slimmer JRE"
+  make_jre slim
+  device=$(du -sb "$dev" | cut -f1)
+  total=$((tracked + device))
+fi
+printf '== sizes: tracked %.1f MB + .device %.1f MB (jre %.1f, lib %.1f) = %.1f MB of the %.1f MB cap\n' \
+  "$(echo "$tracked/1000000" | bc -l)" "$(echo "$device/1000000" | bc -l)" \
+  "$(echo "$(du -sb $dev/jre | cut -f1)/1000000" | bc -l)" "$(echo "$(du -sb $dev/lib | cut -f1)/1000000" | bc -l)" \
+  "$(echo "$total/1000000" | bc -l)" "$(echo "$CAP_BYTES/1000000" | bc -l)"
+if [ "$total" -ge "$CAP_BYTES" ]; then
+  echo "ERROR: $total bytes would travel, over the 64 MiB cap" >&2
+  exit 1
+fi
+echo "ready: device tool run with carry [\".device\"] and command \"bash tools/device/run.sh\""
