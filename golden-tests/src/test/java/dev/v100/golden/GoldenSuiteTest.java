@@ -35,7 +35,7 @@ class GoldenSuiteTest {
     /** Architectures whose CPU model exists; the others are reported as not run, with the reason. */
     static final Set<String> CPU_ARCHS = Set.of("llama", "qwen2", "qwen3", "granite");
     /** Whether the CPU backend runs W4A16 weights (the converter writes them already). */
-    static final boolean CPU_W4A16 = false;
+    static final boolean CPU_W4A16 = true;
 
     @TempDir
     static Path work;

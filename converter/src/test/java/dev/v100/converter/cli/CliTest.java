@@ -18,7 +18,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -46,8 +45,16 @@ class CliTest {
         }
     }
 
-    static Path golden() throws URISyntaxException {
-        return Path.of(CliTest.class.getResource("/golden/ggml/ggml-types.gguf").toURI());
+    /** ggml's reference file from the formats test-jar, copied out (a jar entry is not a file). */
+    Path golden() throws java.io.IOException {
+        Path p = tmp.resolve("ggml-types.gguf");
+        if (!Files.exists(p)) {
+            try (var in = CliTest.class.getResourceAsStream("/golden/ggml/ggml-types.gguf")) {
+                if (in == null) throw new IllegalStateException("/golden/ggml/ggml-types.gguf is not on the test classpath");
+                Files.copy(in, p);
+            }
+        }
+        return p;
     }
 
     @Test

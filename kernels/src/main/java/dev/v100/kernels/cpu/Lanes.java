@@ -15,7 +15,15 @@ final class Lanes {
     private static final VectorShuffle<Float> SWAP2 = VectorShuffle.fromOp(F, i -> i ^ 2);
     private static final VectorShuffle<Float> SWAP1 = VectorShuffle.fromOp(F, i -> i ^ 1);
 
+    /** Eight zeros: loop accumulators start from a load, never from a vector made outside the loop. */
+    static final float[] ZERO = new float[8];
+
     private Lanes() {}
+
+    /** The same order as {@link #sum(FloatVector)}, over 8 lane values stored at a[off ..]. */
+    static float sum(float[] a, int off) {
+        return ((a[off] + a[off + 4]) + (a[off + 2] + a[off + 6])) + ((a[off + 1] + a[off + 5]) + (a[off + 3] + a[off + 7]));
+    }
 
     /** ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), the same on every run. */
     static float sum(FloatVector v) {

@@ -150,4 +150,22 @@ public final class RefOps {
     public static void addRows(float[] x, int off, int n, int cols, float[] bias) {
         for (int t = 0; t < n; t++) for (int c = 0; c < cols; c++) x[off + t * cols + c] += bias[c];
     }
+
+    /** out = x * sigmoid(gate) over count elements (the attention output gate); out may be x. */
+    public static void sigmoidMul(float[] x, int xOff, float[] gate, int gOff, int count, float[] out, int outOff) {
+        for (int i = 0; i < count; i++) out[outOff + i] = (float) (x[xOff + i] / (1 + Math.exp(-(double) gate[gOff + i])));
+    }
+
+    /**
+     * Column blocks of src [n, srcCols] into dst [n, dstCols]: for every row, block j &lt; dstCols / blockCols
+     * is src columns [firstCol + j*strideCols, + blockCols).
+     */
+    public static void copyColumns(float[] src, int srcOff, int srcCols, int firstCol, int blockCols, int strideCols, int n,
+                                   float[] dst, int dstOff, int dstCols) {
+        for (int t = 0; t < n; t++) {
+            for (int j = 0; j < dstCols / blockCols; j++) {
+                System.arraycopy(src, srcOff + t * srcCols + firstCol + j * strideCols, dst, dstOff + t * dstCols + j * blockCols, blockCols);
+            }
+        }
+    }
 }

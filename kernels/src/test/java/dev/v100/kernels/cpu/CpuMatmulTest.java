@@ -18,8 +18,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Every fast matmul type against the reference on awkward sizes, judged by NMSE. */
 class CpuMatmulTest {
-    /** fp32 accumulation in 8 lanes over at most ~4k terms vs the double-accumulating oracle: ~1e-13 expected. */
-    static final double MATMUL_NMSE = 1e-10;
+    /**
+     * fp32 accumulation in 8 lanes over at most ~4k terms vs the double-accumulating oracle: the error of a
+     * dot is ~1e-7 of sum|w*x|, and a single output row (no averaging) whose random-sign terms cancel to
+     * 1/100 of that sum shows ~1e-5 relative error: NMSE up to ~2e-9 seen on such rows (5.8e-11 with the fixed seeds here).
+     */
+    static final double MATMUL_NMSE = 1e-8;
 
     /** Awkward counts; for block types they count blocks per row, so rows stay whole blocks. */
     private static final int[] ROWS = {1, 7, 33, 769};
@@ -65,10 +69,36 @@ class CpuMatmulTest {
         }
     }
 
+    static GgmlType[] types() {
+        return RandomBlocks.MATMUL_TYPES;
+    }
+
+    /** The fused decode path (one token) and the tiled prefill path give every token the same bits. */
+    @ParameterizedTest
+    @MethodSource("types")
+    void decodePathEqualsPrefillPathBitForBit(GgmlType t) {
+        SplittableRandom rnd = new SplittableRandom(t.id);
+        int cols = t.blockSize == 1 ? 2 * CpuMatmul.CHUNK_ELEMS + 7 : t.blockSize * (2 * CpuMatmul.CHUNK_ELEMS / t.blockSize + 1);
+        int rows = 2 * CpuMatmul.ROW_BLOCK + 3;
+        int n = CpuMatmul.FUSED_MAX_TOKENS + 3;
+        StoredMatrix w = RandomBlocks.matrix("w", t, rows, cols, 0.05, rnd);
+        float[] x = new float[n * cols];
+        for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
+        float[] all = new float[n * rows];
+        CpuMatmul.matmul(w, x, 0, n, all, 0);
+        for (int tok = 0; tok < n; tok++) {
+            float[] one = new float[rows];
+            CpuMatmul.matmul(w, x, tok * cols, 1, one, 0);
+            for (int r = 0; r < rows; r++) {
+                assertEquals(Float.floatToIntBits(all[tok * rows + r]), Float.floatToIntBits(one[r]), t + " token " + tok + " row " + r);
+            }
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("cases")
     void fastMatchesReference(Case c) {
-        SplittableRandom rnd = new SplittableRandom(c.hashCode());
+        SplittableRandom rnd = new SplittableRandom(((c.type.id * 31L + c.rows) * 31 + c.cols) * 31 + c.n);   // stable across runs
         StoredMatrix w = RandomBlocks.matrix("w", c.type, c.rows, c.cols, 0.05, rnd);
         float[] x = new float[c.n * c.cols + 3];
         for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
@@ -78,6 +108,7 @@ class CpuMatmulTest {
         CpuMatmul.matmul(w, x, 3, c.n, got, 2);
         float[] gotTrim = java.util.Arrays.copyOfRange(got, 2, got.length);
         double nmse = Nmse.of(ref, gotTrim);
+        System.out.println(c + " NMSE " + nmse);
         assertTrue(nmse <= MATMUL_NMSE, c + ": NMSE " + nmse + " > " + MATMUL_NMSE);
         assertEquals(0f, got[0]);
         assertEquals(0f, got[1]);

@@ -11,7 +11,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
-import java.util.Arrays;
 import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -56,6 +55,5 @@ class VectorDecodeTest {
                 assertEquals(Float.floatToIntBits(want), Float.floatToIntBits(got[h]), "0x" + Integer.toHexString(h));
             }
         }
-        assertEquals(65536, Arrays.stream(new int[65536]).count());
     }
 }

@@ -23,21 +23,12 @@ import java.lang.foreign.MemorySegment;
  * <p><b>Parallelism.</b> A backend computes one rank's share; tensor/pipeline parallel traffic goes
  * through {@link Collectives}, which knows the group of backends.
  *
- * <p><b>Extension points</b> (not implemented yet; add them here so every backend gets them):
- * <ul>
- *   <li>Gated-DeltaNet layers: a per-layer recurrent-state handle next to {@link KvCache}
- *       ({@code LinearAttentionState allocateLinearState(convChannels, convKernel, heads, keyDim, valueDim)})
- *       and two ops on it: {@code causalConv1d(Buffer x, Weight kernel, LinearAttentionState s, Buffer out)}
- *       (depthwise, carrying the last kernel-1 inputs across calls) and
- *       {@code gatedDeltaRule(Buffer q, Buffer k, Buffer v, Buffer gate, Buffer beta, LinearAttentionState s, Buffer out)}
- *       (prefill walks rows in order, decode is one row: the same call).</li>
- *   <li>MoE: a {@link Weight} may be 3-D ({@code [experts, out, in]}); add
- *       {@code Routing route(Buffer routerLogits, int topK, boolean normTopK, String activation)} returning a
- *       backend-owned handle (per row: expert ids and weights) and
- *       {@code expertMatmul(Buffer x, Weight experts, Routing r, Buffer out)} /
- *       {@code combineExperts(Buffer expertOut, Routing r, Buffer out)}; the shared expert is an ordinary
- *       {@link #matmul} scaled by {@code sigmoid} of a gate row (a {@code sigmoidScale(Buffer x, Buffer gate)} op).</li>
- * </ul>
+ * <p><b>Hybrid and MoE layers</b> (Qwen3.5 / Qwen3.6): Gated-DeltaNet layers keep a
+ * {@link LinearAttentionState} per layer next to the full-attention layers' {@link KvCache}s and use
+ * {@link #causalConv1d}, {@link #l2Norm}, {@link #deltaGates}, {@link #gatedDeltaRule} and
+ * {@link #rmsNormGated}; gated attention uses {@link #copyColumns} and {@link #sigmoidMul}; MoE layers
+ * use {@link #route}, {@link #expertMatmul} and {@link #combineExperts} on 3-D expert weights, and
+ * {@link #sigmoidGateRows} for the shared expert's gate.
  */
 public interface Backend extends AutoCloseable {
     /** e.g. "cpu", "cpu-reference", "cuda:0". */
@@ -55,12 +46,42 @@ public interface Backend extends AutoCloseable {
      * Makes a weight of stored bytes (mapped from a bundle; the CPU keeps the mapping, a GPU copies it
      * to device memory). The bytes must stay mapped while the weight is in use.
      *
-     * @param shape stored shape, PyTorch order; {@code bytes} are its ggml rows back to back
+     * @param shape stored shape, PyTorch order; {@code bytes} are its ggml rows back to back. 1-D (norm
+     *              weights, biases), 2-D (linear weights, [out, in]) or 3-D (stacked MoE experts
+     *              {@code [experts, out, in]}, usable only through {@link #expertMatmul})
      */
     Weight weight(String name, GgmlType type, long[] shape, MemorySegment bytes);
 
+    /** Whether {@link #weightW4A16} has kernels here. */
+    default boolean supportsW4A16() {
+        return false;
+    }
+
+    /**
+     * A W4A16 weight (docs/FORMAT.md "W4A16 layout": 4-bit codes, fp16 scales and uint8 zero points per
+     * group of {@code groupSize} input columns, w = (q - z) * s); {@link #matmul} and {@link #embed} take it.
+     *
+     * @param shape stored shape [out, in], PyTorch order
+     * @param blob  the stored bytes (weights | scales | zeros), mapped from the bundle
+     */
+    default Weight weightW4A16(String name, long[] shape, int groupSize, MemorySegment blob) {
+        throw new BackendException(name + ": the " + name() + " backend has no W4A16 kernels");
+    }
+
     /** An empty KV cache for one layer. */
     KvCache allocateKvCache(int kvHeads, int headDim, int capacityTokens);
+
+    /**
+     * An empty Gated-DeltaNet state for one layer (zero conv inputs, zero delta-rule state, no tokens).
+     *
+     * @param convChannels channels of the causal conv: the rank's q, k and v sections together
+     * @param convKernel   conv kernel width K (the state keeps K - 1 inputs per channel)
+     * @param valueHeads   the rank's value heads; the delta-rule state is [valueHeads, keyHeadDim, valueHeadDim]
+     */
+    LinearAttentionState allocateLinearState(int convChannels, int convKernel, int valueHeads, int keyHeadDim, int valueHeadDim);
+
+    /** An empty routing table for up to capacityTokens tokens of topK experts each, of numExperts. */
+    MoeRouting allocateRouting(int capacityTokens, int numExperts, int topK);
 
     /** Copies {@code dst.elems()} floats from {@code src[srcOff ..]} into dst. */
     void write(Buffer dst, float[] src, int srcOff);
@@ -115,6 +136,115 @@ public interface Backend extends AutoCloseable {
 
     /** x *= s in place (granite's embedding multiplier and logits scaling). */
     void scale(Buffer x, float s);
+
+    // ---- hybrid (Gated-DeltaNet, gated attention) and MoE ops ---------------------------------
+
+    /**
+     * Copies blocks of columns: for every row i, block j &lt; dst.cols / blockCols and c &lt; blockCols,
+     * {@code dst[i, j*blockCols + c] = src[i, firstCol + j*strideCols + c]}. Splits fused projections:
+     * Qwen3.5's per-head [q | gate] rows of attn_q (blockCols = headDim, strideCols = 2*headDim) and the
+     * q, k, v sections of a GDN conv output (one block). dst.cols must be a multiple of blockCols, rows
+     * equal, every source column inside src, and dst must not overlap src.
+     */
+    void copyColumns(Buffer src, int firstCol, int blockCols, int strideCols, Buffer dst);
+
+    /** out = x * sigmoid(gate), elementwise (the attention output gate); out may be x. */
+    void sigmoidMul(Buffer x, Buffer gate, Buffer out);
+
+    /**
+     * L2 normalization of every group of groupElems consecutive elements of each row, in fp32:
+     * {@code x * rsqrt(sum(x^2) + eps)} (transformers' l2norm, eps 1e-6 for GDN q and k). out may be x.
+     */
+    void l2Norm(Buffer x, int groupElems, float eps, Buffer out);
+
+    /**
+     * Causal depthwise conv1d with SiLU over the channels of x [n, C], rows in time order (row i at
+     * position startPos + i): {@code out[i, c] = silu(sum_j kernel[c, j] * in(i - (K-1) + j, c))} for
+     * j &lt; K, where in(r, c) is x[r, c] for r &ge; 0 and, for r &lt; 0, the input of position
+     * startPos + r remembered in the state (zero before position 0). Afterwards the state holds the
+     * last K - 1 inputs (positions up to startPos + n - 1). Prefill (n tokens) and decode (1) are this
+     * same call. out [n, C] may be x.
+     *
+     * @param kernel   [C, K], any type {@link #supports} names (the bundle's ssm_conv1d), used as fp32
+     * @param startPos 0 starts a new sequence (the state's conv part is treated as zero); otherwise it
+     *                 must equal the number of tokens this state's conv part has taken in so far
+     */
+    void causalConv1d(Buffer x, Weight kernel, LinearAttentionState state, int startPos, Buffer out);
+
+    /**
+     * The per-value-head decay and write strength of a GDN layer, in fp32, elementwise over [n, Hv]:
+     * {@code decay = -exp(aLog) * softplus(alpha + dtBias)} (torch softplus, linear above 20) and
+     * {@code betaOut = sigmoid(beta)}. decayOut may be alpha, betaOut may be beta.
+     *
+     * @param alpha [n, Hv] (x @ ssm_alpha^T); beta [n, Hv] (x @ ssm_beta^T)
+     * @param aLog  [Hv] F32 A_log; dtBias [Hv] F32
+     */
+    void deltaGates(Buffer alpha, Buffer beta, Weight aLog, Weight dtBias, Buffer decayOut, Buffer betaOut);
+
+    /**
+     * The gated delta rule (transformers' torch_recurrent_gated_delta_rule), rows in time order (row i at
+     * position startPos + i). Value head h (of Hv = state.valueHeads) reads key head h / (Hv / Hk) and
+     * owns the fp32 state S_h [dk, dv]; for every row, with q scaled by {@code scale}:
+     * <pre>
+     *   S_h = exp(decay[i, h]) * S_h
+     *   S_h = S_h + k (x) (beta[i, h] * (v_h - S_h^T k))
+     *   out[i, h*dv .. (h+1)*dv) = S_h^T (scale * q)
+     * </pre>
+     * A backend may compute a prefill in the chunked form (transformers' torch_chunk_gated_delta_rule);
+     * results equal this recurrence up to fp32 rounding.
+     *
+     * @param q        [n, Hk*dk], already L2-normalized per head; k likewise
+     * @param v        [n, Hv*dv]
+     * @param decay    [n, Hv], log-space decay (&le; 0); beta [n, Hv] in (0, 1)
+     * @param scale    query scale, 1/sqrt(dk)
+     * @param startPos 0 starts a new sequence (zero state); otherwise it must equal the number of tokens
+     *                 this state's delta-rule part has taken in so far
+     * @param out      [n, Hv*dv], must not be q, k or v
+     */
+    void gatedDeltaRule(Buffer q, Buffer k, Buffer v, Buffer decay, Buffer beta, float scale, LinearAttentionState state,
+                        int startPos, Buffer out);
+
+    /**
+     * Gated RMSNorm over every group of w.cols consecutive elements of each row, in fp32:
+     * {@code x * rsqrt(mean(x^2) + eps) * w * silu(z)} (transformers' Qwen3_5RMSNormGated, w a plain
+     * multiplier). z has x's shape; out may be x.
+     */
+    void rmsNormGated(Buffer x, Buffer z, Weight w, float eps, Buffer out);
+
+    /**
+     * Softmax routing of n = routerLogits.rows tokens: per row, probabilities = softmax over the
+     * numExperts logits (fp32), the topK largest kept (ties: the lower expert id first) in descending
+     * order, then divided by their sum when {@code normalizeTopK}. Sets {@code routing.tokens()} to n.
+     *
+     * @param routerLogits [n, numExperts], n &le; routing.capacityTokens
+     */
+    void route(Buffer routerLogits, boolean normalizeTopK, MoeRouting routing);
+
+    /**
+     * One matmul per routed (token, slot) with the selected expert only: for t &lt; n = routing.tokens(),
+     * s &lt; topK and e the expert of slot (t, s), {@code out[t*topK + s] = xRow @ experts[e]^T}, where
+     * xRow is x[t] when x.rows == n (token rows, for the gate and up projections) and x[t*topK + s] when
+     * x.rows == n*topK (slot rows, for the down projection). Every stored type {@link #supports} names.
+     *
+     * @param experts 3-D weight [numExperts, outF, inF]
+     * @param out     [n*topK, outF]
+     */
+    void expertMatmul(Buffer x, Weight experts, MoeRouting routing, Buffer out);
+
+    /**
+     * {@code out[t] = sum_s weight(t, s) * expertOut[t*topK + s]} for t &lt; n = routing.tokens().
+     *
+     * @param expertOut [n*topK, cols]; out [n, cols]
+     */
+    void combineExperts(Buffer expertOut, MoeRouting routing, Buffer out);
+
+    /**
+     * {@code y[t, :] *= sigmoid(x[t, :] . gate)} for every row t (the shared expert's gate, from the
+     * block input x).
+     *
+     * @param x [n, h]; gate [h] F32; y [n, cols]
+     */
+    void sigmoidGateRows(Buffer x, Weight gate, Buffer y);
 
     @Override
     void close();

@@ -11,7 +11,13 @@ public interface Weight {
     /** Canonical tensor name, e.g. blk.3.attn_q.weight. */
     String name();
 
+    /** The ggml storage type, or null for a v100 layout (see {@link #dtype()}). */
     GgmlType type();
+
+    /** The manifest dtype: a ggml type name, or a v100 layout such as W4A16. */
+    default String dtype() {
+        return type().name();
+    }
 
     /** Stored shape, PyTorch order: [out, in] for a linear weight, [n] for a norm weight or bias. */
     long[] shape();

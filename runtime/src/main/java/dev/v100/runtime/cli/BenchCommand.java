@@ -54,10 +54,13 @@ final class BenchCommand implements Callable<Integer> {
             for (int i = 0; i < prompt.length; i++) prompt[i] = rnd.nextInt(m.vocabSize());
             // warm-up: a short prefill, then decode steps cycling over a few positions, so the JIT has compiled
             // the hot loops before anything is timed (a tiny model's steps are too short to warm up by themselves)
-            float[] logits = m.forward(java.util.Arrays.copyOf(prompt, Math.min(8, prompt.length)), 0, false);
+            int[] prefix = java.util.Arrays.copyOf(prompt, Math.min(8, prompt.length));
+            float[] logits = m.forward(prefix, 0, false);
             long w0 = System.nanoTime();
             for (int i = 0; i < 4 || System.nanoTime() - w0 < warmupSeconds * 1e9; i++) {
-                logits = m.forward(new int[] {argmax(logits)}, 8 + i % WARMUP_POSITIONS, false);
+                // each cycle starts again from the prefix: a linear-attention (GDN) state cannot be rewound
+                if (i > 0 && i % WARMUP_POSITIONS == 0) logits = m.forward(prefix, 0, false);
+                logits = m.forward(new int[] {argmax(logits)}, prefix.length + i % WARMUP_POSITIONS, false);
             }
             long p0 = System.nanoTime();
             logits = m.forward(prompt, 0, false);

@@ -10,7 +10,7 @@ import dev.v100.runtime.engine.GenerationResult;
 import dev.v100.runtime.engine.TextModel;
 import dev.v100.runtime.engine.TokenSink;
 import dev.v100.runtime.model.DecoderModel;
-import dev.v100.runtime.model.LlamaFamily;
+import dev.v100.runtime.model.DecoderModels;
 import dev.v100.runtime.model.ModelOptions;
 
 import java.nio.file.Path;
@@ -50,7 +50,7 @@ public final class CpuEngine implements Engine {
             BundleManifest.Generation gen = bundle.manifest().generation();
             Set<Integer> eos = gen == null || gen.eosTokenIds() == null ? Set.of() : Set.copyOf(gen.eosTokenIds());
             CpuBackend backend = new CpuBackend(kernels);
-            DecoderModel model = LlamaFamily.build(bundle, opts, rank -> backend, new CpuCollectives(), true);
+            DecoderModel model = DecoderModels.build(bundle, opts, rank -> backend, new CpuCollectives(), true);
             return new CpuEngine(modelIdOf(bundlePath), model, text, eos);
         } catch (RuntimeException e) {
             bundle.close();

@@ -2,7 +2,7 @@ package dev.v100.runtime.cpu;
 
 import dev.v100.formats.bundle.Bundle;
 import dev.v100.runtime.model.DecoderModel;
-import dev.v100.runtime.model.LlamaFamily;
+import dev.v100.runtime.model.DecoderModels;
 import dev.v100.runtime.model.ModelOptions;
 
 import java.nio.file.Path;
@@ -15,7 +15,7 @@ public final class CpuModels {
         Bundle bundle = Bundle.open(bundlePath);
         try {
             CpuBackend backend = new CpuBackend(kernels);
-            return LlamaFamily.build(bundle, opts, rank -> backend, new CpuCollectives(), true);
+            return DecoderModels.build(bundle, opts, rank -> backend, new CpuCollectives(), true);
         } catch (RuntimeException e) {
             bundle.close();
             throw e;

@@ -24,8 +24,17 @@ import java.util.Map;
  * Every rank of every pipeline stage runs its own share (its slices, its KV cache); the ranks of a
  * stage step through each layer together and meet at the two all-reduces; stages run in sequence and
  * hand the residual stream on. Long prompts are processed in chunks of at most {@link #chunkTokens}.
+ *
+ * <p>Everything around the layers (embedding, stages, chunking, final norm, logits, traces) is shared
+ * by every architecture; another layer family plugs in as a {@link LayerRunner} (Qwen3.5's hybrid
+ * layers: {@link Qwen35Layers}).
  */
 public final class DecoderModel implements AutoCloseable {
+    /** Runs one decoder layer for the ranks of one pipeline stage on rows [0, n) of their residual streams. */
+    interface LayerRunner {
+        void layer(List<RankShard> stage, int layer, int n, int startPos);
+    }
+
     private final ModelConfig config;
     private final List<List<RankShard>> stages;   // [pp][tp]
     private final Collectives collectives;
@@ -33,9 +42,16 @@ public final class DecoderModel implements AutoCloseable {
     private final int chunkTokens;
     private final float attentionScale;
     private final AutoCloseable resources;
+    private final LayerRunner layers;
 
     DecoderModel(ModelConfig config, List<List<RankShard>> stages, Collectives collectives, int contextTokens,
                  int chunkTokens, AutoCloseable resources) {
+        this(config, stages, collectives, contextTokens, chunkTokens, resources, null);
+    }
+
+    /** @param layers the architecture's layers; null: the llama family's ({@link #layer}) */
+    DecoderModel(ModelConfig config, List<List<RankShard>> stages, Collectives collectives, int contextTokens,
+                 int chunkTokens, AutoCloseable resources, LayerRunner layers) {
         this.config = config;
         this.stages = stages;
         this.collectives = collectives;
@@ -44,6 +60,7 @@ public final class DecoderModel implements AutoCloseable {
         this.attentionScale = config.attentionScale() != null
                 ? (float) (double) config.attentionScale() : (float) (1.0 / Math.sqrt(config.headDim()));
         this.resources = resources;
+        this.layers = layers != null ? layers : this::layer;
     }
 
     public ModelConfig config() {
@@ -121,7 +138,7 @@ public final class DecoderModel implements AutoCloseable {
                 for (RankShard r : st) collectives.send(from, r.x.rows(n));
             }
             RankShard first = st.get(0);
-            for (int layer = first.firstLayer; layer < first.endLayer; layer++) layer(st, layer, n, startPos);
+            for (int layer = first.firstLayer; layer < first.endLayer; layer++) layers.layer(st, layer, n, startPos);
         }
         if (logitRows == 0) return;
         List<RankShard> lastStage = stages.get(stages.size() - 1);

@@ -4,6 +4,7 @@ import dev.v100.formats.bundle.Bundle;
 import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.formats.bundle.ModelConfig;
 import dev.v100.formats.ggml.GgmlType;
+import dev.v100.formats.w4a16.W4A16Layout;
 import dev.v100.runtime.backend.Backend;
 import dev.v100.runtime.backend.Collectives;
 import dev.v100.runtime.backend.Rope;
@@ -138,7 +139,7 @@ public final class LlamaFamily {
     }
 
     /** Takes tensors with their expected shapes and slices and makes backend weights of them. */
-    private static final class Loader {
+    static final class Loader {
         final RankTensors ts;
         final Backend b;
         boolean incomplete;
@@ -193,7 +194,18 @@ public final class LlamaFamily {
             return out;
         }
 
-        private Weight weight(RankTensors.Taken t) {
+        Weight weight(RankTensors.Taken t) {
+            if (t.meta().dtype().equals(W4A16Layout.DTYPE)) {
+                if (!b.supportsW4A16()) {
+                    throw new ModelLoadException(ts.where() + ": tensor " + t.name() + " is stored as W4A16, which the "
+                            + b.name() + " backend has no kernel for");
+                }
+                Object gs = t.meta().quant() == null ? null : t.meta().quant().get(W4A16Layout.QUANT_GROUP_SIZE);
+                if (!(gs instanceof Number n)) {
+                    throw new ModelLoadException(ts.where() + ": W4A16 tensor " + t.name() + " has no quant.groupSize in the manifest");
+                }
+                return b.weightW4A16(t.name(), t.meta().storedShape(), n.intValue(), t.data());
+            }
             GgmlType type;
             try {
                 type = GgmlType.byName(t.meta().dtype());

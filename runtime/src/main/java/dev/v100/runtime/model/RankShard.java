@@ -18,7 +18,7 @@ final class RankShard {
     final int firstLayer;
     final int endLayer;
     final Weight tokenEmbd;     // [vocab, h], stage 0 only
-    final LayerWeights[] layers; // [endLayer - firstLayer]
+    final LayerWeights[] layers; // [endLayer - firstLayer]; null for a LayerRunner's architecture
     final Weight outputNorm;    // [h] F32, last stage only
     final Weight output;        // [vocabRows, h], last stage only
     final Rope rope;
@@ -63,6 +63,30 @@ final class RankShard {
         gate = backend.allocate(r + "gate", t, geo.ffn());
         up = backend.allocate(r + "up", t, geo.ffn());
         logits = output == null ? null : backend.allocate(r + "logits", t, geo.vocabRows());
+    }
+
+    /**
+     * The shared part only (embedding, residual stream, final norm, logits) for an architecture whose
+     * {@link DecoderModel.LayerRunner} keeps its own layer weights, caches and workspace.
+     */
+    RankShard(Backend backend, RankGeometry geo, int ppStage, int firstLayer, int endLayer, Weight tokenEmbd,
+              Weight outputNorm, Weight output, int hidden, int chunkTokens) {
+        this.backend = backend;
+        this.geo = geo;
+        this.ppStage = ppStage;
+        this.firstLayer = firstLayer;
+        this.endLayer = endLayer;
+        this.tokenEmbd = tokenEmbd;
+        this.layers = null;
+        this.outputNorm = outputNorm;
+        this.output = output;
+        this.rope = null;
+        this.caches = null;
+        String r = "rank" + geo.tpRank() + "/stage" + ppStage + ".";
+        x = backend.allocate(r + "x", chunkTokens, hidden);
+        xn = backend.allocate(r + "xn", chunkTokens, hidden);
+        q = k = v = att = proj = gate = up = null;
+        logits = output == null ? null : backend.allocate(r + "logits", chunkTokens, geo.vocabRows());
     }
 
     LayerWeights layer(int layer) {

@@ -1,0 +1,357 @@
+package dev.v100.runtime.model;
+
+import dev.v100.formats.bundle.ModelConfig;
+import dev.v100.runtime.backend.Backend;
+import dev.v100.runtime.backend.Buffer;
+import dev.v100.runtime.backend.Collectives;
+import dev.v100.runtime.backend.KvCache;
+import dev.v100.runtime.backend.LinearAttentionState;
+import dev.v100.runtime.backend.MoeRouting;
+import dev.v100.runtime.backend.Rope;
+import dev.v100.runtime.backend.Weight;
+import dev.v100.runtime.trace.Trace;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The layers of Qwen3.5 / Qwen3.6 (qwen35 dense, qwen35moe), written once against {@link Backend},
+ * after transformers' Qwen3_5DecoderLayer / Qwen3_5MoeDecoderLayer:
+ * <pre>
+ *   h = rmsNorm(x)
+ *   linear_attention (Gated DeltaNet):
+ *       qkv = conv1d_silu(h Wqkv^T);  q, k = l2norm(sections of qkv); v = last section
+ *       decay = -exp(A_log) softplus(h Walpha^T + dt_bias);  beta = sigmoid(h Wbeta^T)
+ *       o = rmsNormGated(gatedDeltaRule(q, k, v, decay, beta), silu(h Wz^T));  x += allReduce(o Wout^T)
+ *   full_attention:
+ *       [q | gate] = h Wq^T per head;  q, k = rope(rmsNorm_head(q), rmsNorm_head(h Wk^T))
+ *       x += allReduce((attention(q, k, h Wv^T) * sigmoid(gate)) Wo^T)
+ *   h = rmsNorm(x)
+ *   dense: x += allReduce((silu(h Wg^T) * h Wu^T) Wd^T)
+ *   MoE:   top-k of softmax(h Wrouter^T), renormalized; x += allReduce(sum_k w_k expert_k(h)
+ *          + sigmoid(h . wsg) shared_expert(h))
+ * </pre>
+ * Tensor parallel: a rank holds Hk/tp GDN key heads with their Hv/tp value heads (its q, k, v conv
+ * channels and its state), whole attention heads (KV heads replicated when tp &gt; numKvHeads), a slice
+ * of the FFN / every expert's / the shared expert's intermediate dim; out_proj, o_proj and the down
+ * projections are row-parallel partial sums that meet in one all-reduce per block.
+ */
+final class Qwen35Layers implements DecoderModel.LayerRunner {
+    // trace points of the hybrid layers, beside the llama family's (Trace)
+    static final String GDN_QKV = "gdn_qkv";
+    static final String GDN_Z = "gdn_z";
+    static final String GDN_CONV = "gdn_conv";
+    static final String GDN_Q = "gdn_q";
+    static final String GDN_K = "gdn_k";
+    static final String GDN_V = "gdn_v";
+    static final String GDN_DECAY = "gdn_decay";
+    static final String GDN_BETA = "gdn_beta";
+    static final String GDN_CORE = "gdn_core";
+    static final String GDN_NORM = "gdn_norm";
+    static final String ATTN_GATE = "attn_gate";
+    static final String ATTN_GATED = "attn_gated";
+    static final String MOE_ROUTER = "moe_router";
+    static final String MOE_GATE = "moe_gate";
+    static final String MOE_UP = "moe_up";
+    static final String MOE_ACT = "moe_act";
+    static final String MOE_DOWN = "moe_down";
+    static final String MOE_EXPERTS = "moe_experts";
+    static final String SHEXP_ACT = "shexp_act";
+    static final String SHEXP_OUT = "shexp_out";
+
+    /** transformers' l2norm eps in the GDN (use_qk_l2norm_in_kernel). */
+    static final float L2NORM_EPS = 1e-6f;
+
+    /**
+     * GDN weights of one rank (hk, hv = its key / value heads; C = 2*hk*dk + hv*dv).
+     *
+     * @param qkv    [C, h]: q, k, v sections of its heads
+     * @param z      [hv*dv, h]; beta, alpha [hv, h]
+     * @param conv   [C, K], any stored type (F32 from GGUF; HF bf16 sources arrive as F16), decoded to fp32 by the backend
+     * @param dtBias [hv] F32; aLog [hv] F32
+     * @param norm   [dv] F32, plain multiplier
+     * @param out    [h, hv*dv], row-parallel
+     */
+    record Gdn(Weight qkv, Weight z, Weight beta, Weight alpha, Weight conv, Weight dtBias, Weight aLog, Weight norm, Weight out) {}
+
+    /**
+     * Gated full attention of one rank (H = its heads, Hkv its KV heads, d = headDim).
+     *
+     * @param q     [H*2d, h], per head d rows of q then d rows of the output gate
+     * @param k     [Hkv*d, h]; v likewise
+     * @param qNorm [d] F32; kNorm likewise
+     * @param o     [h, H*d], row-parallel
+     */
+    record Attention(Weight q, Weight k, Weight v, Weight qNorm, Weight kNorm, Weight o) {}
+
+    /** Dense FFN of one rank: gate, up [F, h]; down [h, F] row-parallel. */
+    record Ffn(Weight gate, Weight up, Weight down) {}
+
+    /**
+     * MoE block of one rank (E experts, Ie / Is = its slice of the expert / shared-expert intermediate dim).
+     *
+     * @param router     [E, h], replicated
+     * @param gateExps   [E, Ie, h]; upExps likewise; downExps [E, h, Ie] row-parallel
+     * @param sharedGate [h] F32 or null
+     * @param gateShexp  [Is, h] or null; upShexp likewise; downShexp [h, Is] or null
+     */
+    record Moe(Weight router, Weight gateExps, Weight upExps, Weight downExps, Weight sharedGate, Weight gateShexp, Weight upShexp,
+               Weight downShexp) {}
+
+    /** One layer of one rank: exactly one of gdn / attention, exactly one of ffn / moe. */
+    record Layer(Weight attnNorm, Gdn gdn, Attention attention, Weight ffnNorm, Ffn ffn, Moe moe) {}
+
+    /** What one rank holds beyond {@link RankShard}: layer weights, per-layer state and workspace (T = chunk tokens). */
+    static final class Rank {
+        final int firstLayer;
+        final Layer[] layers;                 // [endLayer - firstLayer]
+        final KvCache[] caches;               // per layer: full-attention layers only
+        final LinearAttentionState[] states;  // per layer: GDN layers only
+        final MoeRouting routing;             // one per rank: layers run one after another
+        final Rope rope;
+        final Buffer qkv;     // [T, C] GDN projection, then conv output in place
+        final Buffer gq;      // [T, hk*dk]
+        final Buffer gk;      // [T, hk*dk]
+        final Buffer gv;      // [T, hv*dv]
+        final Buffer gz;      // [T, hv*dv]
+        final Buffer alpha;   // [T, hv], then the decay in place
+        final Buffer beta;    // [T, hv], then sigmoid(beta) in place
+        final Buffer core;    // [T, hv*dv]
+        final Buffer qg;      // [T, H*2d]
+        final Buffer q;       // [T, H*d]
+        final Buffer gate;    // [T, H*d]
+        final Buffer k;       // [T, Hkv*d]
+        final Buffer v;       // [T, Hkv*d]
+        final Buffer att;     // [T, H*d]
+        final Buffer proj;    // [T, h] partial sums before an all-reduce
+        final Buffer fGate;   // [T, F] dense FFN / [T, Is] shared expert
+        final Buffer fUp;     // likewise
+        final Buffer shared;  // [T, h] shared expert output (MoE)
+        final Buffer router;  // [T, E]
+        final Buffer eGate;   // [T*topK, Ie]
+        final Buffer eUp;     // [T*topK, Ie]
+        final Buffer eDown;   // [T*topK, h]
+
+        Rank(Backend b, ModelConfig c, Qwen35Family.Geometry g, int firstLayer, Layer[] layers, Rope rope, int contextTokens, int chunkTokens) {
+            this.firstLayer = firstLayer;
+            this.layers = layers;
+            this.rope = rope;
+            int t = chunkTokens, h = c.hiddenSize(), d = c.headDim();
+            String p = "rank" + g.base().tpRank() + ".";
+            caches = new KvCache[layers.length];
+            states = new LinearAttentionState[layers.length];
+            ModelConfig.Gdn gd = c.gdn();
+            for (int i = 0; i < layers.length; i++) {
+                if (layers[i].gdn != null) {
+                    states[i] = b.allocateLinearState(g.convChannels(gd), gd.convKernel(), g.valueHeads(), gd.keyHeadDim(), gd.valueHeadDim());
+                } else {
+                    caches[i] = b.allocateKvCache(g.base().kvHeads(), d, contextTokens);
+                }
+            }
+            boolean anyGdn = java.util.Arrays.stream(layers).anyMatch(l -> l.gdn != null);
+            boolean anyAttn = java.util.Arrays.stream(layers).anyMatch(l -> l.attention != null);
+            qkv = anyGdn ? b.allocate(p + "gdn.qkv", t, g.convChannels(gd)) : null;
+            gq = anyGdn ? b.allocate(p + "gdn.q", t, g.keyHeads() * gd.keyHeadDim()) : null;
+            gk = anyGdn ? b.allocate(p + "gdn.k", t, g.keyHeads() * gd.keyHeadDim()) : null;
+            gv = anyGdn ? b.allocate(p + "gdn.v", t, g.valueHeads() * gd.valueHeadDim()) : null;
+            gz = anyGdn ? b.allocate(p + "gdn.z", t, g.valueHeads() * gd.valueHeadDim()) : null;
+            alpha = anyGdn ? b.allocate(p + "gdn.alpha", t, g.valueHeads()) : null;
+            beta = anyGdn ? b.allocate(p + "gdn.beta", t, g.valueHeads()) : null;
+            core = anyGdn ? b.allocate(p + "gdn.core", t, g.valueHeads() * gd.valueHeadDim()) : null;
+            int heads = g.base().heads();
+            qg = anyAttn ? b.allocate(p + "attn.qg", t, heads * 2 * d) : null;
+            q = anyAttn ? b.allocate(p + "attn.q", t, heads * d) : null;
+            gate = anyAttn ? b.allocate(p + "attn.gate", t, heads * d) : null;
+            k = anyAttn ? b.allocate(p + "attn.k", t, g.base().kvHeads() * d) : null;
+            v = anyAttn ? b.allocate(p + "attn.v", t, g.base().kvHeads() * d) : null;
+            att = anyAttn ? b.allocate(p + "attn.out", t, heads * d) : null;
+            proj = b.allocate(p + "proj", t, h);
+            ModelConfig.Moe m = c.moe();
+            int ffnCols = m == null ? g.base().ffn() : g.sharedFfn();
+            fGate = ffnCols > 0 ? b.allocate(p + "ffn.gate", t, ffnCols) : null;
+            fUp = ffnCols > 0 ? b.allocate(p + "ffn.up", t, ffnCols) : null;
+            if (m != null) {
+                routing = b.allocateRouting(t, m.numExperts(), m.numExpertsPerTok());
+                shared = b.allocate(p + "moe.shared", t, h);
+                router = b.allocate(p + "moe.router", t, m.numExperts());
+                eGate = b.allocate(p + "moe.gate", t * m.numExpertsPerTok(), g.expertFfn());
+                eUp = b.allocate(p + "moe.up", t * m.numExpertsPerTok(), g.expertFfn());
+                eDown = b.allocate(p + "moe.down", t * m.numExpertsPerTok(), h);
+            } else {
+                routing = null;
+                shared = router = eGate = eUp = eDown = null;
+            }
+        }
+
+        Layer layer(int layer) {
+            return layers[layer - firstLayer];
+        }
+    }
+
+    private final ModelConfig config;
+    private final Collectives collectives;
+    private final Rank[][] ranks;   // [pp stage][tp rank]
+    private final float eps;
+    private final float attentionScale;
+    private final float gdnScale;
+
+    Qwen35Layers(ModelConfig config, Collectives collectives, Rank[][] ranks) {
+        this.config = config;
+        this.collectives = collectives;
+        this.ranks = ranks;
+        this.eps = (float) config.rmsNormEps();
+        this.attentionScale = config.attentionScale() != null
+                ? (float) (double) config.attentionScale() : (float) (1.0 / Math.sqrt(config.headDim()));
+        this.gdnScale = (float) (1.0 / Math.sqrt(config.gdn().keyHeadDim()));
+    }
+
+    @Override
+    public void layer(List<RankShard> stage, int layer, int n, int startPos) {
+        List<Buffer> partials = new ArrayList<>(stage.size());
+        for (RankShard rs : stage) {
+            Rank r = ranks[rs.ppStage][rs.geo.tpRank()];
+            Layer w = r.layer(layer);
+            Buffer x = rs.x.rows(n), xn = rs.xn.rows(n);
+            rs.backend.rmsNorm(x, w.attnNorm, config.hiddenSize(), eps, xn);
+            rs.trace.record(Trace.ATTN_NORM, layer, xn);
+            if (w.gdn != null) gdn(rs, r, w.gdn, layer, n, startPos);
+            else attention(rs, r, w.attention, layer, n, startPos);
+            partials.add(r.proj.rows(n));
+        }
+        collectives.allReduceSum(partials);
+        partials.clear();
+        for (RankShard rs : stage) {
+            Rank r = ranks[rs.ppStage][rs.geo.tpRank()];
+            Layer w = r.layer(layer);
+            Backend b = rs.backend;
+            Buffer x = rs.x.rows(n), xn = rs.xn.rows(n), proj = r.proj.rows(n);
+            rs.trace.record(Trace.ATTN_PROJ, layer, proj);
+            b.add(x, proj, 1f, x);
+            rs.trace.record(Trace.ATTN_RESIDUAL, layer, x);
+            b.rmsNorm(x, w.ffnNorm, config.hiddenSize(), eps, xn);
+            rs.trace.record(Trace.FFN_NORM, layer, xn);
+            if (w.moe != null) moe(rs, r, w.moe, layer, n);
+            else denseFfn(rs, r, w.ffn, layer, n);
+            partials.add(proj);
+        }
+        collectives.allReduceSum(partials);
+        for (RankShard rs : stage) {
+            Rank r = ranks[rs.ppStage][rs.geo.tpRank()];
+            Buffer x = rs.x.rows(n), proj = r.proj.rows(n);
+            rs.trace.record(Trace.FFN_OUT, layer, proj);
+            rs.backend.add(x, proj, 1f, x);
+            rs.trace.record(Trace.LAYER_OUT, layer, x);
+        }
+    }
+
+    /** The Gated DeltaNet of one rank: its heads' share of out_proj into r.proj. */
+    private void gdn(RankShard rs, Rank r, Gdn w, int layer, int n, int startPos) {
+        Backend b = rs.backend;
+        Trace tr = rs.trace;
+        ModelConfig.Gdn g = config.gdn();
+        Buffer xn = rs.xn.rows(n), qkv = r.qkv.rows(n), q = r.gq.rows(n), k = r.gk.rows(n), v = r.gv.rows(n), z = r.gz.rows(n);
+        Buffer alpha = r.alpha.rows(n), beta = r.beta.rows(n), core = r.core.rows(n);
+        LinearAttentionState state = r.states[layer - r.firstLayer];
+        b.matmul(xn, w.qkv, qkv);
+        tr.record(GDN_QKV, layer, qkv);
+        b.matmul(xn, w.z, z);
+        tr.record(GDN_Z, layer, z);
+        b.matmul(xn, w.beta, beta);
+        b.matmul(xn, w.alpha, alpha);
+        b.causalConv1d(qkv, w.conv, state, startPos, qkv);
+        tr.record(GDN_CONV, layer, qkv);
+        int qkCols = q.cols();
+        b.copyColumns(qkv, 0, qkCols, qkCols, q);
+        b.copyColumns(qkv, qkCols, qkCols, qkCols, k);
+        b.copyColumns(qkv, 2 * qkCols, v.cols(), v.cols(), v);
+        b.l2Norm(q, g.keyHeadDim(), L2NORM_EPS, q);
+        b.l2Norm(k, g.keyHeadDim(), L2NORM_EPS, k);
+        tr.record(GDN_Q, layer, q);
+        tr.record(GDN_K, layer, k);
+        tr.record(GDN_V, layer, v);
+        b.deltaGates(alpha, beta, w.aLog, w.dtBias, alpha, beta);
+        tr.record(GDN_DECAY, layer, alpha);
+        tr.record(GDN_BETA, layer, beta);
+        b.gatedDeltaRule(q, k, v, alpha, beta, gdnScale, state, startPos, core);
+        tr.record(GDN_CORE, layer, core);
+        b.rmsNormGated(core, z, w.norm, eps, core);
+        tr.record(GDN_NORM, layer, core);
+        b.matmul(core, w.out, r.proj.rows(n));
+    }
+
+    /** Gated full attention of one rank: its heads' share of o_proj into r.proj. */
+    private void attention(RankShard rs, Rank r, Attention w, int layer, int n, int startPos) {
+        Backend b = rs.backend;
+        Trace tr = rs.trace;
+        int d = config.headDim();
+        Buffer xn = rs.xn.rows(n), qg = r.qg.rows(n), q = r.q.rows(n), gate = r.gate.rows(n), k = r.k.rows(n), v = r.v.rows(n);
+        Buffer att = r.att.rows(n);
+        b.matmul(xn, w.q, qg);
+        b.copyColumns(qg, 0, d, 2 * d, q);
+        b.copyColumns(qg, d, d, 2 * d, gate);
+        b.matmul(xn, w.k, k);
+        b.matmul(xn, w.v, v);
+        tr.record(Trace.Q, layer, q);
+        tr.record(ATTN_GATE, layer, gate);
+        tr.record(Trace.K, layer, k);
+        tr.record(Trace.V, layer, v);
+        b.rmsNorm(q, w.qNorm, d, eps, q);
+        b.rmsNorm(k, w.kNorm, d, eps, k);
+        tr.record(Trace.Q_NORM, layer, q);
+        tr.record(Trace.K_NORM, layer, k);
+        b.rope(q, d, r.rope, startPos);
+        b.rope(k, d, r.rope, startPos);
+        tr.record(Trace.Q_ROPE, layer, q);
+        tr.record(Trace.K_ROPE, layer, k);
+        b.attention(q, k, v, r.caches[layer - r.firstLayer], startPos, attentionScale, att);
+        tr.record(Trace.ATTN_OUT, layer, att);
+        b.sigmoidMul(att, gate, att);
+        tr.record(ATTN_GATED, layer, att);
+        b.matmul(att, w.o, r.proj.rows(n));
+    }
+
+    private void denseFfn(RankShard rs, Rank r, Ffn w, int layer, int n) {
+        Backend b = rs.backend;
+        Buffer xn = rs.xn.rows(n), g = r.fGate.rows(n), u = r.fUp.rows(n);
+        b.matmul(xn, w.gate, g);
+        b.matmul(xn, w.up, u);
+        rs.trace.record(Trace.FFN_GATE, layer, g);
+        rs.trace.record(Trace.FFN_UP, layer, u);
+        b.siluMul(g, u, g);
+        rs.trace.record(Trace.FFN_ACT, layer, g);
+        b.matmul(g, w.down, r.proj.rows(n));
+    }
+
+    /** Routed experts plus the gated shared expert, this rank's intermediate slice of each, into r.proj. */
+    private void moe(RankShard rs, Rank r, Moe w, int layer, int n) {
+        Backend b = rs.backend;
+        Trace tr = rs.trace;
+        ModelConfig.Moe m = config.moe();
+        int slots = n * m.numExpertsPerTok();
+        Buffer xn = rs.xn.rows(n), router = r.router.rows(n), proj = r.proj.rows(n);
+        Buffer eg = r.eGate.rows(slots), eu = r.eUp.rows(slots), ed = r.eDown.rows(slots);
+        b.matmul(xn, w.router, router);
+        tr.record(MOE_ROUTER, layer, router);
+        b.route(router, m.normTopkProb(), r.routing);
+        b.expertMatmul(xn, w.gateExps, r.routing, eg);
+        b.expertMatmul(xn, w.upExps, r.routing, eu);
+        tr.record(MOE_GATE, layer, eg);
+        tr.record(MOE_UP, layer, eu);
+        b.siluMul(eg, eu, eg);
+        tr.record(MOE_ACT, layer, eg);
+        b.expertMatmul(eg, w.downExps, r.routing, ed);
+        tr.record(MOE_DOWN, layer, ed);
+        b.combineExperts(ed, r.routing, proj);
+        tr.record(MOE_EXPERTS, layer, proj);
+        if (w.gateShexp == null) return;
+        Buffer sg = r.fGate.rows(n), su = r.fUp.rows(n), so = r.shared.rows(n);
+        b.matmul(xn, w.gateShexp, sg);
+        b.matmul(xn, w.upShexp, su);
+        b.siluMul(sg, su, sg);
+        tr.record(SHEXP_ACT, layer, sg);
+        b.matmul(sg, w.downShexp, so);
+        if (w.sharedGate != null) b.sigmoidGateRows(xn, w.sharedGate, so);
+        tr.record(SHEXP_OUT, layer, so);
+        b.add(proj, so, 1f, proj);
+    }
+}
