@@ -66,7 +66,7 @@ for s in $STEPS; do
     tests)
       run_step gpu-tests 240 "$OUT/gpu-tests.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$OUT/gpu-tests.txt" \
         dev.v100.runtime.cuda.CudaOpsTest dev.v100.runtime.cuda.CudaMatmulTest dev.v100.runtime.cuda.CudaAttentionTest \
-        dev.v100.runtime.cuda.CudaModelTest
+        dev.v100.runtime.cuda.CudaHybridOpsTest dev.v100.runtime.cuda.CudaModelTest
       notes[gpu-tests]=$(grep -m1 "^GPU TESTS" "$OUT/gpu-tests.log")
       ;;
     golden)

@@ -59,3 +59,51 @@ GEMV(gemv_q4_K, WT_Q4_K)
 GEMV(gemv_q5_K, WT_Q5_K)
 GEMV(gemv_q6_K, WT_Q6_K)
 GEMV(gemv_w4a16, WT_W4A16)
+
+// MoE: out [slots, rowsPerExpert], slot s = t*topK + k: row s = x[perSlot ? s : t] . W_e^T for the routed expert
+// e = ids[s] of a stacked weight [experts, rowsPerExpert, cols]. Grid (row groups, slots); one warp per row.
+template <int T>
+__device__ __forceinline__ void expert_gemv_impl(const WView& w, const h16* x, int perSlot, int topK, const int* ids, int rowsPerExpert,
+                                                 h16* out) {
+    int lane = threadIdx.x & 31;
+    int r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (r >= rowsPerExpert) return;
+    int slot = blockIdx.y;
+    int xr = perSlot ? slot : slot / topK;
+    i64 row = (i64) ids[slot] * rowsPerExpert + r;
+    int K = w.cols, units = (K + 31) >> 5;
+    bool vec = (K & 31) == 0;
+    const h16* xrow = x + (i64) xr * K;
+    float acc = 0.f, v[32], xv[32];
+    for (int u = lane; u < units; u += 32) {
+        decode32<T>(w, row, u, v);
+        if (vec) {
+            load32h(xrow + 32 * u, xv);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 32; i++) xv[i] = 32 * u + i < K ? h2f(xrow[32 * u + i]) : 0.f;
+        }
+#pragma unroll
+        for (int i = 0; i < 32; i++) acc += v[i] * xv[i];
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) out[(i64) slot * rowsPerExpert + r] = f2h_sat(acc);
+}
+
+#define EXPERT_GEMV(SUFFIX, T)                                                                                            \
+    extern "C" __global__ void expert_gemv_##SUFFIX(WEIGHT_PARAMS, const h16* x, int perSlot, int topK, const int* ids,   \
+                                                    int rowsPerExpert, h16* out) {                                        \
+        expert_gemv_impl<T>(WEIGHT_VIEW, x, perSlot, topK, ids, rowsPerExpert, out);                                      \
+    }
+EXPERT_GEMV(f32, WT_F32)
+EXPERT_GEMV(f16, WT_F16)
+EXPERT_GEMV(q8_0, WT_Q8_0)
+EXPERT_GEMV(q4_0, WT_Q4_0)
+EXPERT_GEMV(q4_1, WT_Q4_1)
+EXPERT_GEMV(q5_0, WT_Q5_0)
+EXPERT_GEMV(q5_1, WT_Q5_1)
+EXPERT_GEMV(q2_K, WT_Q2_K)
+EXPERT_GEMV(q3_K, WT_Q3_K)
+EXPERT_GEMV(q4_K, WT_Q4_K)
+EXPERT_GEMV(q5_K, WT_Q5_K)
+EXPERT_GEMV(q6_K, WT_Q6_K)

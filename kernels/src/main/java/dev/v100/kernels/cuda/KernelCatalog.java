@@ -40,6 +40,9 @@ public final class KernelCatalog {
     public static final int ATTN_DECODE_CHUNK_TOKENS = 256;
     public static final int ATTN_THREADS = 128;
     public static final int ATTN_MAX_HEAD_DIM = 256;
+    /** Gated-DeltaNet: the longest conv kernel and the largest key head dim the hybrid kernels take. */
+    public static final int CONV_MAX_KERNEL = 8;
+    public static final int GDN_MAX_KEY_DIM = 256;
     /** Prefill attention: query rows per block; keys per tile for headDim <= 128 (half that above). */
     public static final int ATTN_PREFILL_QUERY_TILE = 32;
     public static final int ATTN_PREFILL_KEY_TILE = 64;
@@ -66,6 +69,7 @@ public final class KernelCatalog {
         add("norm", "rmsnorm", ew, 0);
         add("rope", "rope_neox", ew, 0);
         for (String t : GGML_TYPE_SUFFIXES) add("embed", "embed_" + t, ew, 0);
+        add("embed", "embed_" + W4A16_SUFFIX, ew, 0);
         for (String t : allWeightSuffixes()) {
             add("gemv", "gemv_" + t, GEMV_THREADS, 0);
             add("gemm", "gemm_" + t, GEMM_THREADS, 0);
@@ -76,6 +80,11 @@ public final class KernelCatalog {
         add("attention", "attn_combine", ATTN_THREADS, 0);
         add("attention", "attn_prefill", ATTN_THREADS, attnPrefillSmemBytes(ATTN_MAX_HEAD_DIM));
         add("logits", "argmax_rows", ew, 0);
+        for (String t : GGML_TYPE_SUFFIXES) add("gemv", "expert_gemv_" + t, GEMV_THREADS, 0);
+        for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates", "gated_delta_rule",
+                "moe_route", "moe_combine", "sigmoid_gate_rows")) {
+            add("hybrid", k, ew, 0);
+        }
     }
 
     private KernelCatalog() {}

@@ -8,6 +8,8 @@ import dev.v100.runtime.backend.Backend;
 import dev.v100.runtime.backend.BackendException;
 import dev.v100.runtime.backend.Buffer;
 import dev.v100.runtime.backend.KvCache;
+import dev.v100.runtime.backend.LinearAttentionState;
+import dev.v100.runtime.backend.MoeRouting;
 import dev.v100.runtime.backend.Rope;
 import dev.v100.runtime.backend.Weight;
 import org.bytedeco.javacpp.FloatPointer;
@@ -134,11 +136,10 @@ public final class CudaBackend implements Backend {
     @Override
     public Weight weight(String name, GgmlType type, long[] shape, MemorySegment bytes) {
         if (!supports(type)) throw new BackendException(name + ": stored type " + type + " has no CUDA kernel");
-        if (shape.length != 1 && shape.length != 2) {
-            throw new BackendException(name + ": " + shape.length + "-D weights are not supported by the CUDA backend yet (MoE expert stacks)");
-        }
+        if (shape.length < 1 || shape.length > 3) throw new BackendException(name + ": " + shape.length + "-D weights are not supported");
         device.bind();
-        long rows = shape.length == 1 ? 1 : shape[0], cols = shape[shape.length - 1];
+        long rows = shape.length == 1 ? 1 : shape.length == 2 ? shape[0] : shape[0] * shape[1], cols = shape[shape.length - 1];
+        long expertRows = shape.length == 3 ? shape[1] : 0;
         long rowBytes;
         try {
             rowBytes = type.rowBytes(cols);
@@ -162,7 +163,17 @@ public final class CudaBackend implements Backend {
                 device.uploads.upload(MemorySegment.ofArray(v), vector, "uploading " + name);
             }
         }
-        return new CudaWeight(name, type, suffix(type), shape, rows, cols, address, rowBytes, bytes.byteSize(), 0, 0, 0, 0, vector);
+        return new CudaWeight(name, type, suffix(type), shape, rows, cols, address, rowBytes, bytes.byteSize(), 0, 0, 0, 0, vector, expertRows);
+    }
+
+    @Override
+    public boolean supportsW4A16() {
+        return true;
+    }
+
+    @Override
+    public Weight weightW4A16(String name, long[] shape, int groupSize, MemorySegment blob) {
+        return w4a16Weight(name, shape, groupSize, blob);
     }
 
     /**
@@ -234,7 +245,9 @@ public final class CudaBackend implements Backend {
     public void embed(Weight table, int[] tokens, Buffer out) {
         CudaWeight t = w(table);
         CudaBuffer o = buf(out);
-        if (o.rows != tokens.length || o.cols != t.cols || t.vector != 0) throw new BackendException("embed: " + tokens.length + " tokens of " + t + " into " + o);
+        if (o.rows != tokens.length || o.cols != t.cols || t.vector != 0 || t.expertRows != 0) {
+            throw new BackendException("embed: " + tokens.length + " tokens of " + t + " into " + o);
+        }
         for (int tok : tokens) {
             if (tok < 0 || tok >= t.rows) throw new BackendException("embed: token id " + tok + " outside the vocabulary of " + t.rows + " (" + t.name + ")");
         }
@@ -271,8 +284,8 @@ public final class CudaBackend implements Backend {
     public void matmul(Buffer x, Weight w, Buffer out) {
         CudaBuffer xb = buf(x), ob = buf(out);
         CudaWeight wt = w(w);
-        if (wt.vector != 0 || xb.cols != wt.cols || ob.cols != wt.rows || ob.rows != xb.rows) {
-            throw new BackendException("matmul: " + xb + " @ " + wt + "^T into " + ob);
+        if (wt.vector != 0 || wt.expertRows != 0 || xb.cols != wt.cols || ob.cols != wt.rows || ob.rows != xb.rows) {
+            throw new BackendException("matmul: " + xb + " @ " + wt + "^T into " + ob + (wt.expertRows != 0 ? " (a 3-D weight is for expertMatmul only)" : ""));
         }
         device.bind();
         note(wt);
@@ -480,6 +493,269 @@ public final class CudaBackend implements Backend {
     public void synchronize() {
         device.bind();
         device.sync(name + ": synchronize");
+    }
+
+    // ---- hybrid (Gated-DeltaNet, gated attention) and MoE ops ---------------------------------
+
+    @Override
+    public LinearAttentionState allocateLinearState(int convChannels, int convKernel, int valueHeads, int keyHeadDim, int valueHeadDim) {
+        if (convChannels < 1 || convKernel < 1 || valueHeads < 1 || keyHeadDim < 1 || valueHeadDim < 1) {
+            throw new BackendException("linear-attention state of " + convChannels + " conv channels x kernel " + convKernel + ", " + valueHeads
+                    + " value heads x " + keyHeadDim + " x " + valueHeadDim);
+        }
+        if (convKernel > KernelCatalog.CONV_MAX_KERNEL || keyHeadDim > KernelCatalog.GDN_MAX_KEY_DIM) {
+            throw new BackendException("the CUDA GDN kernels take conv kernels up to " + KernelCatalog.CONV_MAX_KERNEL + " and key heads up to "
+                    + KernelCatalog.GDN_MAX_KEY_DIM + ", got " + convKernel + " and " + keyHeadDim);
+        }
+        device.bind();
+        CudaLinearState s = new CudaLinearState(device, convChannels, convKernel, valueHeads, keyHeadDim, valueHeadDim);
+        allocations.add(s.conv);
+        allocations.add(s.recurrent);
+        return s;
+    }
+
+    @Override
+    public MoeRouting allocateRouting(int capacityTokens, int numExperts, int topK) {
+        if (capacityTokens < 1 || topK < 1 || topK > numExperts) {
+            throw new BackendException("routing of " + capacityTokens + " tokens, top-" + topK + " of " + numExperts + " experts");
+        }
+        device.bind();
+        CudaRouting r = new CudaRouting(device, capacityTokens, numExperts, topK);
+        allocations.add(r.ids);
+        allocations.add(r.weights);
+        return r;
+    }
+
+    @Override
+    public void copyColumns(Buffer src, int firstCol, int blockCols, int strideCols, Buffer dst) {
+        CudaBuffer sb = buf(src), db = buf(dst);
+        int blocks = blockCols < 1 ? 0 : db.cols / blockCols;
+        boolean overlap = sb.address < db.address + db.bytes() && db.address < sb.address + sb.bytes();
+        if (blockCols < 1 || db.cols % blockCols != 0 || sb.rows != db.rows || firstCol < 0 || (blocks > 1 && strideCols < blockCols)
+                || (long) firstCol + (long) (blocks - 1) * strideCols + blockCols > sb.cols || overlap) {
+            throw new BackendException("copyColumns: blocks of " + blockCols + " every " + strideCols + " from column " + firstCol
+                    + " of " + sb + " into " + db);
+        }
+        device.bind();
+        long n = db.elems();
+        synchronized (device) {
+            device.kernel("copy_columns").ptr(sb.address).i32(sb.cols).i32(firstCol).i32(blockCols).i32(strideCols).i32(db.rows).ptr(db.address)
+                    .i32(db.cols).go(blocks(n), 1, 1, EW, 0);
+        }
+        checked("copyColumns", db);
+    }
+
+    @Override
+    public void sigmoidMul(Buffer x, Buffer gate, Buffer out) {
+        CudaBuffer xb = buf(x), g = buf(gate), o = buf(out);
+        sameShape(xb, g);
+        sameShape(xb, o);
+        device.bind();
+        long n = xb.elems();
+        synchronized (device) {
+            device.kernel("sigmoid_mul").ptr(xb.address).ptr(g.address).ptr(o.address).i64(n).go(blocks(n), 1, 1, EW, 0);
+        }
+        checked("sigmoidMul", o);
+    }
+
+    @Override
+    public void l2Norm(Buffer x, int groupElems, float eps, Buffer out) {
+        CudaBuffer xb = buf(x), ob = buf(out);
+        sameShape(xb, ob);
+        if (groupElems < 1 || xb.cols % groupElems != 0) throw new BackendException("l2Norm: groups of " + groupElems + " of " + xb);
+        device.bind();
+        long groups = (long) xb.rows * (xb.cols / groupElems);
+        if (groups == 0) return;
+        synchronized (device) {
+            device.kernel("l2norm").ptr(xb.address).ptr(ob.address).i32(groupElems).f32(eps).go(groups, 1, 1, Math.min(EW, (groupElems + 31) / 32 * 32), 0);
+        }
+        checked("l2Norm", ob);
+    }
+
+    @Override
+    public void causalConv1d(Buffer x, Weight kernel, LinearAttentionState state, int startPos, Buffer out) {
+        CudaBuffer xb = buf(x), ob = buf(out);
+        CudaWeight w = w(kernel);
+        CudaLinearState s = linear(state);
+        sameShape(xb, ob);
+        int k = s.convKernel;
+        if (xb.cols != s.convChannels || w.vector != 0 || w.expertRows != 0 || w.rows != s.convChannels || w.cols != k
+                || (w.type != GgmlType.F32 && w.type != GgmlType.F16)) {
+            throw new BackendException("causalConv1d: " + xb + " with kernel " + w + " (F32 or F16 [channels, K]) against a state of "
+                    + s.convChannels + " channels x kernel " + k);
+        }
+        device.bind();
+        note(w);
+        if (startPos == 0) {
+            if (s.convBytes() > 0) Cuda.check(cuMemsetD32Async(s.conv, 0, s.convBytes() / 4, device.stream), "cuMemsetD32Async", "resetting a conv state");
+        } else if (startPos != s.convTokens) {
+            throw new BackendException("causalConv1d: the conv state holds " + s.convTokens + " tokens, the call continues at position "
+                    + startPos + " (a linear-attention state cannot be rewound; start again at 0)");
+        }
+        synchronized (device) {
+            device.kernel("causal_conv1d").ptr(xb.address).i32(xb.rows).i32(xb.cols).ptr(w.type == GgmlType.F32 ? w.address : 0)
+                    .ptr(w.type == GgmlType.F16 ? w.address : 0).i32(k).ptr(s.conv).ptr(ob.address)
+                    .go((xb.cols + EW - 1) / EW, 1, 1, EW, 0);
+        }
+        s.convTokens = startPos + xb.rows;
+        checked("causalConv1d", ob);
+    }
+
+    @Override
+    public void deltaGates(Buffer alpha, Buffer beta, Weight aLog, Weight dtBias, Buffer decayOut, Buffer betaOut) {
+        CudaBuffer a = buf(alpha), b = buf(beta), d = buf(decayOut), bo = buf(betaOut);
+        CudaWeight al = w(aLog), dt = w(dtBias);
+        sameShape(a, b);
+        sameShape(a, d);
+        sameShape(a, bo);
+        if (al.vector == 0 || dt.vector == 0 || al.cols != a.cols || dt.cols != a.cols) {
+            throw new BackendException("deltaGates: " + a + " with A_log " + al + " and dt_bias " + dt);
+        }
+        device.bind();
+        note(al);
+        long n = a.elems();
+        synchronized (device) {
+            device.kernel("delta_gates").ptr(a.address).ptr(b.address).ptr(al.vector).ptr(dt.vector).ptr(d.address).ptr(bo.address).i32(a.cols)
+                    .i64(n).go(blocks(n), 1, 1, EW, 0);
+        }
+        checked("deltaGates", d);
+        checked("deltaGates", bo);
+    }
+
+    @Override
+    public void gatedDeltaRule(Buffer q, Buffer k, Buffer v, Buffer decay, Buffer beta, float scale, LinearAttentionState state, int startPos,
+                               Buffer out) {
+        CudaBuffer qb = buf(q), kb = buf(k), vb = buf(v), gb = buf(decay), bb = buf(beta), ob = buf(out);
+        CudaLinearState s = linear(state);
+        int n = qb.rows, dk = s.keyHeadDim, dv = s.valueHeadDim, hv = s.valueHeads;
+        sameShape(qb, kb);
+        sameShape(vb, ob);
+        sameShape(gb, bb);
+        int hk = qb.cols / dk;
+        if (qb.cols % dk != 0 || hk < 1 || hv % hk != 0 || vb.cols != hv * dv || gb.cols != hv || vb.rows != n || gb.rows != n) {
+            throw new BackendException("gatedDeltaRule: q " + qb + ", k " + kb + ", v " + vb + ", decay " + gb + " against a state of "
+                    + hv + " value heads x " + dk + " x " + dv);
+        }
+        for (CudaBuffer in : new CudaBuffer[] {qb, kb, vb}) {
+            if (in.address < ob.address + ob.bytes() && ob.address < in.address + in.bytes()) {
+                throw new BackendException("gatedDeltaRule: out " + ob + " shares storage with q, k or v");
+            }
+        }
+        device.bind();
+        if (startPos == 0) {
+            Cuda.check(cuMemsetD32Async(s.recurrent, 0, s.recurrentBytes() / 4, device.stream), "cuMemsetD32Async", "resetting a GDN state");
+        } else if (startPos != s.recurrentTokens) {
+            throw new BackendException("gatedDeltaRule: the state holds " + s.recurrentTokens + " tokens, the call continues at position "
+                    + startPos + " (a linear-attention state cannot be rewound; start again at 0)");
+        }
+        if (n > 0) {
+            int threads = Math.min(EW / 2, (dv + 31) / 32 * 32);
+            synchronized (device) {
+                device.kernel("gated_delta_rule").ptr(qb.address).ptr(kb.address).ptr(vb.address).ptr(gb.address).ptr(bb.address).i32(n).i32(hk)
+                        .i32(hv).i32(dk).i32(dv).f32(scale).ptr(s.recurrent).ptr(ob.address).go(hv, 1, 1, threads, 0);
+            }
+        }
+        s.recurrentTokens = startPos + n;
+        checked("gatedDeltaRule", ob);
+    }
+
+    @Override
+    public void rmsNormGated(Buffer x, Buffer z, Weight w, float eps, Buffer out) {
+        CudaBuffer xb = buf(x), zb = buf(z), ob = buf(out);
+        CudaWeight wt = w(w);
+        sameShape(xb, zb);
+        sameShape(xb, ob);
+        if (wt.vector == 0 || xb.cols % wt.cols != 0) throw new BackendException("rmsNormGated: " + wt + " over " + xb);
+        device.bind();
+        note(wt);
+        int g = (int) wt.cols;
+        long groups = (long) xb.rows * (xb.cols / g);
+        if (groups == 0) return;
+        synchronized (device) {
+            device.kernel("rmsnorm_gated").ptr(xb.address).ptr(zb.address).ptr(wt.vector).ptr(ob.address).i32(g).f32(eps)
+                    .go(groups, 1, 1, Math.min(EW, (g + 31) / 32 * 32), 0);
+        }
+        checked("rmsNormGated", ob);
+    }
+
+    @Override
+    public void route(Buffer routerLogits, boolean normalizeTopK, MoeRouting routing) {
+        CudaBuffer lb = buf(routerLogits);
+        CudaRouting r = routing(routing);
+        if (lb.cols != r.numExperts || lb.rows > r.capacity) {
+            throw new BackendException("route: " + lb + " into a routing of " + r.capacity + " tokens x " + r.numExperts + " experts");
+        }
+        device.bind();
+        if (lb.rows > 0) {
+            synchronized (device) {
+                device.kernel("moe_route").ptr(lb.address).i32(lb.rows).i32(lb.cols).i32(r.topK).i32(normalizeTopK ? 1 : 0).ptr(r.ids).ptr(r.weights)
+                        .go((lb.rows + 63) / 64, 1, 1, 64, 0);
+            }
+        }
+        r.tokens = lb.rows;
+    }
+
+    @Override
+    public void expertMatmul(Buffer x, Weight experts, MoeRouting routing, Buffer out) {
+        CudaBuffer xb = buf(x), ob = buf(out);
+        CudaWeight w = w(experts);
+        CudaRouting r = routing(routing);
+        int n = r.tokens, slots = n * r.topK;
+        boolean perSlot = xb.rows == slots;
+        if (w.expertRows == 0 || w.rows / w.expertRows != r.numExperts || xb.cols != w.cols || ob.cols != w.expertRows || ob.rows != slots
+                || (xb.rows != n && !perSlot) || w.isW4A16()) {
+            throw new BackendException("expertMatmul: " + xb + " @ " + w + "^T into " + ob + " for " + n + " tokens x top-" + r.topK + " of "
+                    + r.numExperts + " experts");
+        }
+        if (slots == 0) return;
+        device.bind();
+        note(w);
+        int warps = KernelCatalog.GEMV_THREADS / 32;
+        synchronized (device) {
+            w.params(device.kernel("expert_gemv_" + w.kernelSuffix)).ptr(xb.address).i32(perSlot ? 1 : 0).i32(r.topK).ptr(r.ids)
+                    .i32((int) w.expertRows).ptr(ob.address).go((w.expertRows + warps - 1) / warps, slots, 1, KernelCatalog.GEMV_THREADS, 0);
+        }
+        checked("expertMatmul " + w.name, ob);
+    }
+
+    @Override
+    public void combineExperts(Buffer expertOut, MoeRouting routing, Buffer out) {
+        CudaBuffer eb = buf(expertOut), ob = buf(out);
+        CudaRouting r = routing(routing);
+        if (eb.rows != r.tokens * r.topK || ob.rows != r.tokens || ob.cols != eb.cols) {
+            throw new BackendException("combineExperts: " + eb + " into " + ob + " for " + r.tokens + " tokens x top-" + r.topK);
+        }
+        device.bind();
+        long n = (long) r.tokens * eb.cols;
+        if (n == 0) return;
+        synchronized (device) {
+            device.kernel("moe_combine").ptr(eb.address).ptr(r.weights).i32(r.tokens).i32(r.topK).i32(eb.cols).ptr(ob.address).go(blocks(n), 1, 1, EW, 0);
+        }
+        checked("combineExperts", ob);
+    }
+
+    @Override
+    public void sigmoidGateRows(Buffer x, Weight gate, Buffer y) {
+        CudaBuffer xb = buf(x), yb = buf(y);
+        CudaWeight g = w(gate);
+        if (g.vector == 0 || g.cols != xb.cols || xb.rows != yb.rows) throw new BackendException("sigmoidGateRows: " + xb + " . " + g + " scaling " + yb);
+        device.bind();
+        note(g);
+        if (xb.rows == 0) return;
+        synchronized (device) {
+            device.kernel("sigmoid_gate_rows").ptr(xb.address).ptr(g.vector).i32(xb.cols).ptr(yb.address).i32(yb.cols).go(xb.rows, 1, 1, EW, 0);
+        }
+        checked("sigmoidGateRows", yb);
+    }
+
+    private static CudaLinearState linear(LinearAttentionState s) {
+        if (s instanceof CudaLinearState c) return c;
+        throw new BackendException(s + " is not a CUDA linear-attention state");
+    }
+
+    private static CudaRouting routing(MoeRouting r) {
+        if (r instanceof CudaRouting c) return c;
+        throw new BackendException(r + " is not a CUDA routing");
     }
 
     // ---- debug check --------------------------------------------------------------------------

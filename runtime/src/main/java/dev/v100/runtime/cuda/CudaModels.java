@@ -3,6 +3,7 @@ package dev.v100.runtime.cuda;
 import dev.v100.formats.bundle.Bundle;
 import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.runtime.model.DecoderModel;
+import dev.v100.runtime.model.DecoderModels;
 import dev.v100.runtime.model.LlamaFamily;
 import dev.v100.runtime.model.ModelOptions;
 
@@ -52,7 +53,11 @@ public final class CudaModels {
         List<CudaBackend> backends = new ArrayList<>();
         try {
             BundleManifest m = bundle.manifest();
-            LlamaFamily.checkSupported(m.config(), bundle.location().toString());
+            if (!DecoderModels.architectures().contains(m.config().architecture())) {
+                throw new dev.v100.runtime.load.ModelLoadException(bundle.location() + ": not supported: architecture '" + m.config().architecture()
+                        + "' (this runtime runs " + DecoderModels.architectures() + ")");
+            }
+            if (LlamaFamily.ARCHITECTURES.contains(m.config().architecture())) LlamaFamily.checkSupported(m.config(), bundle.location().toString());
             device = CudaDevice.open(cuda);
             cuda.report(String.format(Locale.ROOT, "device: %s; %d kernel modules loaded in %.2f s", device.description(),
                     dev.v100.kernels.cuda.KernelManifest.load().modules().size(), device.moduleLoadSeconds));
@@ -66,7 +71,7 @@ public final class CudaModels {
                 bytes += s.bytes();
                 seconds += s.seconds();
             }
-            DecoderModel model = LlamaFamily.build(bundle, opts, backends::get, new CudaCollectives(), true);
+            DecoderModel model = DecoderModels.build(bundle, opts, backends::get, new CudaCollectives(), true);
             device.close();   // the backends hold the device from here on
             return new Loaded(model, device, List.copyOf(backends), bytes, seconds);
         } catch (RuntimeException | Error e) {

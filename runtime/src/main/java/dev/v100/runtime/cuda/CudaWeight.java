@@ -26,10 +26,16 @@ final class CudaWeight implements Weight {
     final int groups;
     final int groupShift;
     final long vector;            // 1-D: fp32 [cols] on the device; 0 for matrices
+    final long expertRows;        // 3-D [experts, out, in]: out (rows = experts * out); 0 otherwise
     final int layer;              // blk.N... -> N; -1 for global tensors
 
     CudaWeight(String name, GgmlType type, String kernelSuffix, long[] shape, long rows, long cols, long address, long rowBytes,
                long storedBytes, long scales, long zeros, int groups, int groupShift, long vector) {
+        this(name, type, kernelSuffix, shape, rows, cols, address, rowBytes, storedBytes, scales, zeros, groups, groupShift, vector, 0);
+    }
+
+    CudaWeight(String name, GgmlType type, String kernelSuffix, long[] shape, long rows, long cols, long address, long rowBytes,
+               long storedBytes, long scales, long zeros, int groups, int groupShift, long vector, long expertRows) {
         this.name = name;
         this.type = type;
         this.kernelSuffix = kernelSuffix;
@@ -44,6 +50,7 @@ final class CudaWeight implements Weight {
         this.groups = groups;
         this.groupShift = groupShift;
         this.vector = vector;
+        this.expertRows = expertRows;
         this.layer = layerOf(name);
     }
 
@@ -62,10 +69,15 @@ final class CudaWeight implements Weight {
         return name;
     }
 
-    /** The ggml type; W4A16 weights have none and report F16 (their activations' type) — see {@link #isW4A16}. */
+    /** The ggml type; null for W4A16 (see {@link #dtype}). */
     @Override
     public GgmlType type() {
-        return type == null ? GgmlType.F16 : type;
+        return type;
+    }
+
+    @Override
+    public String dtype() {
+        return type == null ? dev.v100.formats.w4a16.W4A16Layout.DTYPE : type.name();
     }
 
     boolean isW4A16() {
