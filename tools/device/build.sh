@@ -25,11 +25,11 @@ echo "== mvn ${mvn_opts[*]} package (runtime, golden-tests and what they need)"
 mvn "${mvn_opts[@]}" package -pl runtime,golden-tests -am
 
 mkdir -p "$dev"
-make_jre() {   # $1 = full (make-jre.sh) or slim (only the modules the device runs need: ~1.5 MB less)
+make_jre() {   # $1 = full (make-jre.sh) or slim (only the modules the device runs need: ~1.3 MB less)
   rm -rf "$dev/jre"
   if [ "$1" = slim ]; then
-    echo "== JRE (slim): jlink java.base, java.logging, jdk.unsupported, jdk.incubator.vector"
-    "$JAVA_HOME/bin/jlink" --add-modules java.base,java.logging,jdk.unsupported,jdk.incubator.vector \
+    echo "== JRE (slim): jlink java.base, java.logging, jdk.unsupported, jdk.incubator.vector, jdk.httpserver"
+    "$JAVA_HOME/bin/jlink" --add-modules java.base,java.logging,jdk.unsupported,jdk.incubator.vector,jdk.httpserver \
       --strip-debug --no-header-files --no-man-pages --compress=zip-9 --output "$dev/jre"
   else
     echo "== JRE: $MAKE_JRE $dev/jre"
@@ -64,6 +64,12 @@ total=$((tracked + device))
 if [ "$total" -ge "$CAP_BYTES" ] && [ "$(cat "$dev/jre/.v100-kind" 2>/dev/null)" != slim ]; then
   echo "== $total bytes would travel, over the cap: a slimmer JRE"
   make_jre slim
+  device=$(du -sb "$dev" | cut -f1)
+  total=$((tracked + device))
+fi
+if [ "$total" -ge "$CAP_BYTES" ]; then
+  echo "== still over the cap: dropping the sm_70 cubins from the device's kernels jar (the H200 loads the PTX)"
+  (cd "$dev/lib" && zip -q -d v100-kernels-*.jar 'dev/v100/kernels/cuda/ptx/*.cubin')
   device=$(du -sb "$dev" | cut -f1)
   total=$((tracked + device))
 fi
