@@ -105,6 +105,8 @@ public final class CudaDevice implements AutoCloseable {
         this.ctx = new CUctx_st();
         Cuda.check(cuDevicePrimaryCtxRetain(ctx, dev[0]), "cuDevicePrimaryCtxRetain");
         bind();
+        // cuBLAS works through the runtime API, which uses the current device's primary context: the same one
+        Cuda.check(cudaSetDevice(ordinal), "cudaSetDevice");
         this.stream = new CUstream_st();
         Cuda.check(cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
         this.launch = new Launch(arena, stream);
