@@ -5,14 +5,16 @@
 # run on CUDA against transformers' logits), and bench on synthetic Llama-3.2-1B-geometry bundles.
 # A failing step does not stop the others; a table of all of them is printed last. Logs go to $OUT.
 #
-# Device tool: carry [".device"], command "bash tools/device/run.sh" (STEPS="info tests golden bench"
-# selects steps; BENCH_TYPES="Q4_K F16" the bench bundles' weight types).
+# Device tool: carry [".device"], command "bash tools/device/run.sh", timeout 600. Every step has its own
+# time limit (together under 10 minutes); STEPS="info tests golden kbench bench" selects steps (e.g. two
+# calls: STEPS="info tests golden", then STEPS="kbench bench"), BENCH_TYPES="Q4_K F16" the bench bundles.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/.device/out}
-mkdir -p "$OUT"
-STEPS=${STEPS:-"info tests golden bench"}
+LOGS=/tmp/v100-device-logs   # raw test output; $OUT gets the reports (the device tool returns at most 8 files)
+mkdir -p "$OUT" "$LOGS"
+STEPS=${STEPS:-"info tests golden kbench bench"}
 BENCH_TYPES=${BENCH_TYPES:-"Q4_K F16"}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # keep NCCL off NVLink multicast on the shared hosts (not used here, but never risk it)
@@ -33,7 +35,7 @@ if [[ " $STEPS " == *" bench "* ]]; then
   for t in $BENCH_TYPES; do
     b=/tmp/v100-bench-llama1B-$t
     if [ ! -d "$b" ]; then
-      timeout 240 "${JAVA[@]}" -Xmx4g dev.v100.runtime.cuda.BenchBundleMain "$b" "$t" > "$OUT/bench-$t.log.tmp" 2>&1 &
+      timeout 240 "${JAVA[@]}" -Xmx4g dev.v100.runtime.cuda.BenchBundleMain "$b" "$t" > "$LOGS/bench-$t.write.log" 2>&1 &
       writer[$t]=$!
     fi
   done
@@ -58,33 +60,36 @@ for s in $STEPS; do
   case $s in
     info)
       { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1; echo; } > "$OUT/info.log"
-      run_step info 60 "$OUT/info.log.tmp" "${JAVA[@]}" dev.v100.runtime.cuda.CudaInfo
-      cat "$OUT/info.log.tmp" >> "$OUT/info.log"
-      rm -f "$OUT/info.log.tmp"
+      run_step info 45 "$LOGS/info.log" "${JAVA[@]}" dev.v100.runtime.cuda.CudaInfo
+      cat "$LOGS/info.log" >> "$OUT/info.log"
       notes[info]=$(grep -m1 "modules loaded" "$OUT/info.log")
       ;;
     tests)
-      run_step gpu-tests 240 "$OUT/gpu-tests.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$OUT/gpu-tests.txt" \
+      run_step gpu-tests 210 "$LOGS/gpu-tests.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$OUT/gpu-tests.txt" \
         dev.v100.runtime.cuda.CudaOpsTest dev.v100.runtime.cuda.CudaMatmulTest dev.v100.runtime.cuda.CudaAttentionTest \
         dev.v100.runtime.cuda.CudaHybridOpsTest dev.v100.runtime.cuda.CudaModelTest
-      notes[gpu-tests]=$(grep -m1 "^GPU TESTS" "$OUT/gpu-tests.log")
+      notes[gpu-tests]=$(grep -m1 "^GPU TESTS" "$LOGS/gpu-tests.log")
       ;;
     golden)
-      run_step golden 110 "$OUT/golden.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$OUT/golden.txt" dev.v100.golden.CudaGoldenTest
-      notes[golden]=$(grep -m1 "^GPU TESTS" "$OUT/golden.log")
+      run_step golden 100 "$LOGS/golden.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$OUT/golden.txt" dev.v100.golden.CudaGoldenTest
+      notes[golden]=$(grep -m1 "^GPU TESTS" "$LOGS/golden.log")
+      ;;
+    kbench)
+      run_step kbench 60 "$OUT/kbench.log" "${JAVA[@]}" dev.v100.runtime.cuda.CudaKernelBench
+      notes[kbench]=$(grep -m1 "device copy" "$OUT/kbench.log" | sed 's/.*; //')
       ;;
     bench)
       for t in $BENCH_TYPES; do
         b=/tmp/v100-bench-llama1B-$t
         log="$OUT/bench-$t.log"
         [ -n "${writer[$t]:-}" ] && wait "${writer[$t]}"
-        touch "$log.tmp"
-        run_step "bench-$t" 80 "$log" "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
-        cat "$log.tmp" "$log" > "$log.all" && mv "$log.all" "$log" && rm -f "$log.tmp"
+        touch "$LOGS/bench-$t.write.log"
+        run_step "bench-$t" 75 "$log" "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
+        cat "$LOGS/bench-$t.write.log" "$log" > "$LOGS/bench-$t.all" && mv "$LOGS/bench-$t.all" "$log"
         notes[bench-$t]=$(grep -E "^\| decode batch 1" "$log" | cut -d'|' -f3 | xargs)
       done
       ;;
-    *) echo "unknown step $s (info tests golden bench)" >&2 ;;
+    *) echo "unknown step $s (info tests golden kbench bench)" >&2 ;;
   esac
 done
 
@@ -107,6 +112,11 @@ done
       grep -E "^\|" "$OUT/bench-$t.log"
     fi
   done
+  if [ -f "$OUT/kbench.log" ]; then
+    echo
+    echo "kernels (random data, median of 20):"
+    grep -E "^\||^attention" "$OUT/kbench.log"
+  fi
   for f in gpu-tests golden; do
     [ -f "$OUT/$f.txt" ] && { echo; echo "$f failures:"; grep -A3 -E "^(FAIL|ABORTED)" "$OUT/$f.txt" | head -40; }
   done
