@@ -25,13 +25,19 @@ if (root / source / "model.safetensors").exists() and "quantization_config" in j
     from fixturegen import archs, reference, w4a16
     cfg, w = w4a16.read_checkpoint(root / source)
     cfg.pop("quantization_config")
-    logits = reference.logits(archs.load_hf(archs.config_from_dict(cfg), w), tokens)
+    model = archs.load_hf(archs.config_from_dict(cfg), w)
 else:
-    model = AutoModelForCausalLM.from_pretrained(root / source, dtype=torch.float32, attn_implementation="eager").eval()
-    with torch.no_grad():
-        logits = model(torch.tensor([tokens])).logits[0].float().numpy()
+    model = AutoModelForCausalLM.from_pretrained(root / source, dtype=torch.float32, attn_implementation="eager")
+model = model.float().eval()
+with torch.no_grad():
+    logits = model(torch.tensor([tokens])).logits[0].float().numpy()
+    n_greedy = len(next(c for c in json.loads((root / "manifest.json").read_text())["cases"] if c["source"] == source)["greedy"])
+    gen = model.generate(torch.tensor([tokens]), max_new_tokens=n_greedy, min_new_tokens=n_greedy, do_sample=False,
+                         eos_token_id=None, pad_token_id=0)
+greedy = gen[0, len(tokens):].tolist()
 stored = np.load(root / source / "ref_logits.npy")
 nmse = float(((logits - stored) ** 2).sum() / (stored ** 2).sum())
 out = pathlib.Path(__file__).resolve().parents[1] / "src/test/resources/shared-overrides" / (source.replace("/", "_") + ".ref_logits.npy")
 np.save(out, logits.astype(np.float32))
-print(f"{source}: stored reference vs transformers recomputation NMSE {nmse:.3g}; wrote {out}")
+out.with_name(out.name.replace(".ref_logits.npy", ".greedy.json")).write_text(json.dumps(greedy) + "\n")
+print(f"{source}: stored reference vs transformers recomputation NMSE {nmse:.3g}; wrote {out} and its greedy tokens")

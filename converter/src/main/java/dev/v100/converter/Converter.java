@@ -52,25 +52,33 @@ public final class Converter {
      * @param faultHook test hook, called at "after-tensor" and at the bundle writer's commit points
      */
     public record Options(int tp, int pp, boolean force, boolean matmulF16, int threads, Progress progress,
-                          BundleWriter.FaultHook faultHook) {
+                          BundleWriter.FaultHook faultHook, boolean fallbackF32) {
+        public Options(int tp, int pp, boolean force, boolean matmulF16, int threads, Progress progress, BundleWriter.FaultHook faultHook) {
+            this(tp, pp, force, matmulF16, threads, progress, faultHook, false);
+        }
+
         public static Options of(int tp, int pp) {
-            return new Options(tp, pp, false, false, Runtime.getRuntime().availableProcessors(), Progress.NONE, p -> {});
+            return new Options(tp, pp, false, false, Runtime.getRuntime().availableProcessors(), Progress.NONE, p -> {}, false);
+        }
+
+        public Options withFallbackF32(boolean f) {
+            return new Options(tp, pp, force, matmulF16, threads, progress, faultHook, f);
         }
 
         public Options withForce(boolean f) {
-            return new Options(tp, pp, f, matmulF16, threads, progress, faultHook);
+            return new Options(tp, pp, f, matmulF16, threads, progress, faultHook, fallbackF32);
         }
 
         public Options withProgress(Progress p) {
-            return new Options(tp, pp, force, matmulF16, threads, p, faultHook);
+            return new Options(tp, pp, force, matmulF16, threads, p, faultHook, fallbackF32);
         }
 
         public Options withFaultHook(BundleWriter.FaultHook h) {
-            return new Options(tp, pp, force, matmulF16, threads, progress, h);
+            return new Options(tp, pp, force, matmulF16, threads, progress, h, fallbackF32);
         }
 
         public Options withMatmulF16(boolean f) {
-            return new Options(tp, pp, force, f, threads, progress, faultHook);
+            return new Options(tp, pp, force, f, threads, progress, faultHook, fallbackF32);
         }
     }
 
@@ -105,7 +113,7 @@ public final class Converter {
         List<String> notes = new ArrayList<>();
 
         // 1. every bundle tensor as a lazy view over the source, with its storage decided
-        StoragePolicy policy = new StoragePolicy(o.matmulF16());
+        StoragePolicy policy = new StoragePolicy(o.matmulF16(), o.fallbackF32());
         Map<TensorSpec, StoragePolicy.Decision> produced = new LinkedHashMap<>();
         Map<TensorSpec, List<String>> sourcesOf = new LinkedHashMap<>();
         Set<String> consumed = new HashSet<>();
@@ -118,7 +126,9 @@ public final class Converter {
             StoragePolicy.Decision d = policy.decide(spec, data.get());
             checkStaysPacked(ckpt, recipe, cfg, spec, d);
             produced.put(spec, d);
-            String why = d.note() != null ? d.note() : data.get().conversionNote();   // a layout fix's own note (e.g. dequantized to permute)
+            // a layout fix's own note (e.g. dequantized to permute), then the storage decision
+            String fixNote = data.get().conversionNote();
+            String why = fixNote == null ? d.note() : d.note() == null ? fixNote : fixNote + "; " + d.note();
             if (why != null) note(o, notes, spec.name() + ": " + why);
         }
         Map<String, String> skipped = recipe.skippedSourceTensors(ckpt);

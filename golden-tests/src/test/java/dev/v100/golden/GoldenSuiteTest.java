@@ -33,7 +33,7 @@ import static org.junit.jupiter.api.Assertions.*;
  */
 class GoldenSuiteTest {
     /** Architectures whose CPU model exists; the others are reported as not run, with the reason. */
-    static final Set<String> CPU_ARCHS = Set.of("llama", "qwen2", "qwen3", "granite");
+    static final Set<String> CPU_ARCHS = Set.of("llama", "qwen2", "qwen3", "granite", "qwen35", "qwen35moe");
     /** Whether the CPU backend runs W4A16 weights (the converter writes them already). */
     static final boolean CPU_W4A16 = true;
 
@@ -65,8 +65,14 @@ class GoldenSuiteTest {
             Assumptions.abort(c.arch() + " has no CPU model yet (Gated-DeltaNet/MoE runtime: issue 6, second part)");
         }
         if (c.isW4A16() && !CPU_W4A16) Assumptions.abort("the CPU backend cannot run W4A16 weights yet (issue 5/6)");
+        if (c.format().contains("actorder")) {
+            // g_idx scattered over K (actorder "group"): needs an input-column gather the runtime does not have yet
+            Assumptions.abort("act-order checkpoints with scattered groups are refused by the converter for now (see the W4A16 notes in docs/FORMAT.md)");
+        }
         Path bundle = work.resolve(c.id() + "-" + l);
-        new Converter().convert(c.source(), bundle, Converter.Options.of(l.tp(), l.pp()).withForce(true));
+        // --fallback-dtype f32: the fp32 check isolates conversion + runtime from the F16 rounding the
+        // default bundle applies to matrices a layout fix had to dequantize (docs/FORMAT.md)
+        new Converter().convert(c.source(), bundle, Converter.Options.of(l.tp(), l.pp()).withForce(true).withFallbackF32(true));
         NpyArray ref = NpyReader.read(c.ref());
         int vocab = (int) ref.shape()[1];
         try (DecoderModel m = CpuModels.open(bundle, ModelOptions.defaults().withContextTokens(64))) {

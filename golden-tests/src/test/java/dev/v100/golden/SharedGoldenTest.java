@@ -77,16 +77,28 @@ class SharedGoldenTest {
         return root.resolve(c.get("ref").asText());
     }
 
+    /** The stored greedy tokens, or transformers' recomputed ones where the reference was overridden. */
+    static int[] greedyOf(JsonNode c) throws IOException {
+        try (var in = SharedGoldenTest.class.getResourceAsStream("/shared-overrides/" + c.get("source").asText().replace('/', '_') + ".greedy.json")) {
+            if (in != null) return GoldenCase.ints(new ObjectMapper().readTree(in));
+        }
+        return GoldenCase.ints(c.get("greedy"));
+    }
+
     static void check(Path root, JsonNode c, int[] tokens, int tp) throws IOException {
         String arch = c.get("arch").asText();
         String format = c.get("format").asText();
         if (!GoldenSuiteTest.CPU_ARCHS.contains(arch)) Assumptions.abort(arch + " has no CPU model yet");
+        if (tp > 1 && arch.startsWith("qwen35") && format.equals("gguf-Q6_K")) {
+            Assumptions.abort("Q6_K super-blocks of 256 cannot be cut along a 256-wide row at tp 2 (the converter refuses it; tested there)");
+        }
         if ((format.startsWith("ct-") || format.startsWith("ar-")) && !GoldenSuiteTest.CPU_W4A16) {
             Assumptions.abort("the CPU backend cannot run W4A16 weights yet");
         }
         Path bundle = work.resolve(c.get("source").asText().replace('/', '_') + "-tp" + tp);
         try {
-            new Converter().convert(root.resolve(c.get("source").asText()), bundle, Converter.Options.of(tp, 1).withForce(true));
+            new Converter().convert(root.resolve(c.get("source").asText()), bundle,
+                    Converter.Options.of(tp, 1).withForce(true).withFallbackF32(true));
         } catch (dev.v100.converter.plan.ShardPlanException e) {
             if (tp > 1) Assumptions.abort("this checkpoint cannot be cut for tp " + tp + ": " + e.getMessage());
             throw e;
@@ -98,7 +110,7 @@ class SharedGoldenTest {
             double nmse = GoldenCompare.nmse(logits, ref.floats());
             assertTrue(nmse <= GoldenCompare.CPU_FP32_NMSE, String.format(Locale.ROOT, "%s tp%d: logits NMSE %.3g > %.0g (max abs %.3g)",
                     c.get("source").asText(), tp, nmse, GoldenCompare.CPU_FP32_NMSE, GoldenCompare.maxAbs(logits, ref.floats())));
-            int[] greedy = GoldenCase.ints(c.get("greedy"));
+            int[] greedy = greedyOf(c);
             float[] last = model.forward(tokens, 0, false);
             for (int step = 0, pos = tokens.length; step < greedy.length; step++) {
                 int next = GoldenCompare.argmax(last, 0, vocab);

@@ -33,6 +33,11 @@ final class ConvertCommand implements Callable<Integer> {
             description = "F32 matrices: keep them F32 (default) or store F16")
     String matmulDtype;
 
+    @Option(names = "--fallback-dtype", defaultValue = "f16", paramLabel = "f16|f32",
+            description = {"matrices a layout fix must dequantize (a column permute that splits quant blocks, e.g. Qwen3.5",
+                    "ssm_out in K-quants): store F16 (default, half the memory) or exact F32"})
+    String fallbackDtype;
+
     @Option(names = "--threads", description = "copy threads (default: all cores)")
     Integer threads;
 
@@ -43,7 +48,11 @@ final class ConvertCommand implements Callable<Integer> {
         }
         Converter.Options o = Converter.Options.of(tp, pp).withForce(force).withMatmulF16(matmulDtype.equals("f16"))
                 .withProgress(TerminalProgress.stderr());
-        if (threads != null) o = new Converter.Options(o.tp(), o.pp(), o.force(), o.matmulF16(), threads, o.progress(), o.faultHook());
+        if (!fallbackDtype.equals("f16") && !fallbackDtype.equals("f32")) {
+            throw new IllegalArgumentException("--fallback-dtype must be f16 or f32, not " + fallbackDtype);
+        }
+        o = o.withFallbackF32(fallbackDtype.equals("f32"));
+        if (threads != null) o = new Converter.Options(o.tp(), o.pp(), o.force(), o.matmulF16(), threads, o.progress(), o.faultHook(), o.fallbackF32());
         Converter.Report r = new Converter().convert(src, out, o);
         System.out.printf("wrote %s: %s, tp %d x pp %d, %s in %.1f s%n", r.bundle(), r.config().architecture(), tp, pp,
                 TerminalProgress.human(r.bytesWritten()), r.seconds());

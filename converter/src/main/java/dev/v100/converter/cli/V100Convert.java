@@ -12,7 +12,7 @@ import java.io.UncheckedIOException;
 @Command(name = "v100-convert", mixinStandardHelpOptions = true, versionProvider = V100Convert.VersionProvider.class,
         description = {"Converts LLM checkpoints (GGUF, HF safetensors) into pre-sharded, checksummed v100 bundles,",
                 "and inspects, dumps, verifies and packs them."},
-        subcommands = {ConvertCommand.class, InspectCommand.class, DumpCommand.class, VerifyCommand.class, PackCommand.class, BenchCommand.class,
+        subcommands = {ConvertCommand.class, InspectCommand.class, DumpCommand.class, VerifyCommand.class, PackCommand.class, BenchCommand.class, BenchDequantCommand.class,
                 CommandLine.HelpCommand.class})
 public final class V100Convert implements Runnable {
     /** Exit code for a failed check or a bad input file. */

@@ -15,7 +15,8 @@ import java.util.function.LongUnaryOperator;
  * whole source block: then blocks move as bytes and the tensor stays quantized (the condition
  * llama.cpp's converter asserts before it moves NVFP4 groups, conversion/qwen.py
  * _LinearAttentionVReorderBase._transform_nvfp4_weight apply_col_perm). Otherwise the rows are
- * dequantized, permuted and stored F16, and the returned tensor says so in its conversion note.
+ * dequantized and permuted (exact, F32; the StoragePolicy then stores it F16 by default), and the
+ * returned tensor says so in its conversion note.
  * The decision is taken from the actual permutation and block size, never from the type name.
  */
 public final class ColumnPermute {
@@ -48,8 +49,9 @@ public final class ColumnPermute {
         if (movesWholeBlocks(type, t.cols(), sourceCol)) {
             return new BlockColumnMappedTensor(t, b -> sourceCol.applyAsLong(b * bs) / bs);
         }
-        TensorData f16 = new ColumnMappedTensor(new ConvertedTensor(t, GgmlType.F16), sourceCol);
-        return new NotedTensor(f16, type + " blocks of " + bs + " elements span " + what
-                + ", so the column permutation cannot move whole blocks: dequantized, permuted, stored F16");
+        // exact F32 here; the StoragePolicy stores such a dequantized fallback as F16 unless --fallback-dtype f32
+        TensorData f32 = new ColumnMappedTensor(new ConvertedTensor(t, GgmlType.F32), sourceCol);
+        return new NotedTensor(f32, type + " blocks of " + bs + " elements span " + what
+                + ", so the column permutation cannot move whole blocks: dequantized and permuted");
     }
 }

@@ -2,6 +2,7 @@ package dev.v100.converter.fix;
 
 import dev.v100.converter.tensor.RowMappedTensor;
 import dev.v100.converter.tensor.StackedTensor;
+import dev.v100.converter.w4a16.W4A16Tensor;
 import dev.v100.converter.tensor.TensorData;
 
 import java.util.ArrayList;
@@ -22,6 +23,11 @@ public final class ExpertLayout {
     /** Per-expert [R, C] matrices -> [E, R, C]. */
     public static TensorData stack(List<TensorData> perExpert) {
         TensorData e0 = perExpert.getFirst();
+        if (perExpert.stream().allMatch(t -> t instanceof W4A16Tensor)) {
+            // packed experts stay packed: W4A16's own stacking view moves codes, scales and zeros together
+            List<W4A16Tensor> packed = perExpert.stream().map(t -> (W4A16Tensor) t).toList();
+            return W4A16Tensor.stack(packed.getFirst().name() + " (stacked)", packed);
+        }
         long[] s = e0.shape();
         if (s.length != 2) throw new IllegalArgumentException("expert matrix " + e0.describe() + " is not 2-D");
         for (TensorData e : perExpert) {

@@ -21,10 +21,21 @@ public final class StoragePolicy {
             GgmlType.Q2_K, GgmlType.Q3_K, GgmlType.Q4_K, GgmlType.Q5_K, GgmlType.Q6_K);
 
     private final boolean matmulF16;
+    private final boolean fallbackF32;
 
     /** @param matmulF16 store F32 matrices as F16 too (--matmul-dtype f16) */
     public StoragePolicy(boolean matmulF16) {
+        this(matmulF16, false);
+    }
+
+    /**
+     * @param matmulF16   store F32 matrices as F16 too (--matmul-dtype f16)
+     * @param fallbackF32 keep matrices a layout fix had to dequantize (a column permute across quant
+     *                    blocks) in exact F32 instead of F16 (--fallback-dtype f32; costs memory on the GPU)
+     */
+    public StoragePolicy(boolean matmulF16, boolean fallbackF32) {
         this.matmulF16 = matmulF16;
+        this.fallbackF32 = fallbackF32;
     }
 
     /** The decision for one tensor: the data to store and, when it was transcoded, why. */
@@ -39,6 +50,11 @@ public final class StoragePolicy {
         }
         if (t == GgmlType.BF16) {
             return new Decision(new ConvertedTensor(data, GgmlType.F16), "BF16 -> F16 (V100 has no bf16)");
+        }
+        if (t == GgmlType.F32 && data.conversionNote() != null) {
+            // a layout fix dequantized a quantized source (exact F32): F16 halves its size for V100
+            return fallbackF32 ? new Decision(data, "kept exact as F32 (--fallback-dtype f32)")
+                    : new Decision(new ConvertedTensor(data, GgmlType.F16), "stored F16 (--fallback-dtype f32 keeps it exact)");
         }
         if (t == GgmlType.F32 && matmulF16) {
             return new Decision(new ConvertedTensor(data, GgmlType.F16), "F32 -> F16 (--matmul-dtype f16)");

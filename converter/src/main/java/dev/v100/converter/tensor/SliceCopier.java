@@ -15,6 +15,12 @@ public final class SliceCopier {
 
     private SliceCopier() {}
 
+    /** A run of whole rows: source bytes go out as they are when no view transforms them. */
+    private static void copyRun(TensorData t, long row0, long nRows, long rowBytes, SliceOutput out) {
+        if (t instanceof MappedTensor m) out.append(m.segment().asSlice(row0 * rowBytes, nRows * rowBytes));
+        else t.copyRows(row0, nRows, out.next(nRows * rowBytes), 0);
+    }
+
     /** Bytes the stored slice takes. */
     public static long storedBytes(TensorData t, BundleManifest.Slice slice) {
         if (t instanceof LayoutTensor layout) return layout.storedBytes(slice);
@@ -56,7 +62,7 @@ public final class SliceCopier {
             long chunk = Math.max(1, CHUNK_BYTES / Math.max(1, rowBytes));
             for (long r = 0; r < rows; r += chunk) {
                 long n = Math.min(chunk, rows - r);
-                t.copyRows(r, n, out.next(n * rowBytes), 0);
+                copyRun(t, r, n, rowBytes, out);
                 pos += n * rowBytes;
                 progress.accept(n * rowBytes);
             }
@@ -77,7 +83,7 @@ public final class SliceCopier {
                     long chunk = Math.max(1, CHUNK_BYTES / Math.max(1, rowBytes));
                     for (long r = 0; r < nRows; r += chunk) {
                         long n = Math.min(chunk, nRows - r);
-                        t.copyRows(row0 + r, n, out.next(n * rowBytes), 0);
+                        copyRun(t, row0 + r, n, rowBytes, out);
                         pos += n * rowBytes;
                         progress.accept(n * rowBytes);
                     }

@@ -13,6 +13,11 @@ public interface SliceOutput {
     /** A writable segment for the next {@code n} bytes of the slice; valid until the next call. */
     MemorySegment next(long n);
 
+    /** Appends bytes that already exist as they are (a source run needing no transform). */
+    default void append(MemorySegment bytes) {
+        MemorySegment.copy(bytes, 0, next(bytes.byteSize()), 0, bytes.byteSize());
+    }
+
     /** Writes into a memory segment (a mapped file, a test buffer). */
     static SliceOutput into(MemorySegment dst, long offsetBytes) {
         return new SliceOutput() {
@@ -61,6 +66,29 @@ public interface SliceOutput {
             MemorySegment s = staging.asSlice(used, n);
             used += n;
             return s;
+        }
+
+        /**
+         * Writes a source run straight to the file (the kernel copies from the source's mapped pages:
+         * one copy instead of staging + write), CRC from the source bytes.
+         */
+        @Override
+        public void append(MemorySegment bytes) {
+            if (bytes.byteSize() < (1 << 16)) {   // small runs: staging is cheaper than a system call each
+                MemorySegment.copy(bytes, 0, next(bytes.byteSize()), 0, bytes.byteSize());
+                return;
+            }
+            flush();
+            for (long off = 0; off < bytes.byteSize(); off += 1L << 30) {
+                ByteBuffer bb = bytes.asSlice(off, Math.min(1L << 30, bytes.byteSize() - off)).asByteBuffer();
+                crc.update(bb.duplicate());
+                try {
+                    while (bb.hasRemaining()) position += channel.write(bb, position);
+                } catch (IOException e) {
+                    throw new UncheckedIOException("writing the bundle: " + e.getMessage(), e);
+                }
+            }
+            written += bytes.byteSize();
         }
 
         private void flush() {

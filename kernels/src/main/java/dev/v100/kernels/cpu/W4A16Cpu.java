@@ -44,6 +44,35 @@ public final class W4A16Cpu {
         });
     }
 
+    /**
+     * Expert matmul over a stacked [E, N, K] W4A16 weight: out[slot] = W_{ids[slot]} x[slot's input].
+     * Only the chosen experts' rows are decoded, each once per call, then dotted with every slot routed
+     * to that expert.
+     *
+     * @param perSlotInput x has one row per slot (down projection) rather than per token (gate, up)
+     */
+    public static void expertMatmul(MemorySegment w, W4A16Layout.Geometry g, long rowsPerExpert, float[] x, int xOff,
+                                    boolean perSlotInput, int nTokens, int topK, int[] ids, float[] out, int outOff) {
+        int k = Math.toIntExact(g.cols()), nOut = Math.toIntExact(rowsPerExpert), slots = nTokens * topK;
+        java.util.Map<Integer, java.util.List<Integer>> byExpert = new java.util.TreeMap<>();
+        for (int s = 0; s < slots; s++) byExpert.computeIfAbsent(ids[s], e -> new java.util.ArrayList<>()).add(s);
+        java.util.List<int[]> work = new java.util.ArrayList<>();   // (expert, first row, rows)
+        int chunk = Math.max(MIN_ROWS_PER_TASK, nOut / Math.max(1, CpuThreads.threads()));
+        for (int e : byExpert.keySet()) for (int r = 0; r < nOut; r += chunk) work.add(new int[] {e, r, Math.min(chunk, nOut - r)});
+        CpuThreads.parallelFor(work.size(), i -> {
+            int[] wk = work.get(i);
+            float[] row = new float[k];
+            java.util.List<Integer> mySlots = byExpert.get(wk[0]);
+            for (int r = wk[1]; r < wk[1] + wk[2]; r++) {
+                decodeRow(w, g, (long) wk[0] * rowsPerExpert + r, row);
+                for (int s : mySlots) {
+                    int in = perSlotInput ? s : s / topK;
+                    out[outOff + s * nOut + r] = dot(x, xOff + in * k, row, k);
+                }
+            }
+        });
+    }
+
     /** Row r of the weight as fp32: (q - z) * s per group, exactly as the reference computes it. */
     public static void decodeRow(MemorySegment w, W4A16Layout.Geometry g, long r, float[] dst) {
         int k = Math.toIntExact(g.cols()), gs = g.groupSize();

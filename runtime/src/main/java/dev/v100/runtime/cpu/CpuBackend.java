@@ -71,7 +71,9 @@ public final class CpuBackend implements Backend {
 
     @Override
     public Weight weightW4A16(String name, long[] shape, int groupSize, MemorySegment blob) {
-        if (shape.length != 2) throw new BackendException(name + ": W4A16 weights are [out, in], got " + java.util.Arrays.toString(shape));
+        if (shape.length != 2 && shape.length != 3) {
+            throw new BackendException(name + ": W4A16 weights are [out, in] or [experts, out, in], got " + java.util.Arrays.toString(shape));
+        }
         try {
             return new CpuW4A16Weight(name, shape, groupSize, blob);
         } catch (IllegalArgumentException e) {
@@ -173,6 +175,7 @@ public final class CpuBackend implements Backend {
     public void matmul(Buffer x, Weight w, Buffer out) {
         CpuBuffer xb = buf(x), ob = buf(out);
         if (w instanceof CpuW4A16Weight q) {
+            if (q.expertRows != 0) throw new BackendException("matmul: " + q + " is an expert stack; use expertMatmul");
             if (xb.cols != q.geometry.cols() || ob.cols != q.geometry.rows() || ob.rows != xb.rows) {
                 throw new BackendException("matmul: " + xb + " @ " + q + "^T into " + ob);
             }
@@ -398,6 +401,17 @@ public final class CpuBackend implements Backend {
     @Override
     public void expertMatmul(Buffer x, Weight experts, MoeRouting routing, Buffer out) {
         CpuBuffer xb = buf(x), ob = buf(out);
+        if (experts instanceof CpuW4A16Weight q) {
+            CpuRouting r = routing(routing);
+            int n = r.tokens, slots = n * r.topK;
+            boolean perSlot = xb.rows == slots;
+            if (q.expertRows == 0 || q.geometry.rows() / q.expertRows != r.numExperts || xb.cols != q.geometry.cols()
+                    || ob.cols != q.expertRows || ob.rows != slots || (xb.rows != n && !perSlot)) {
+                throw new BackendException("expertMatmul: " + xb + " @ " + q + "^T into " + ob + " for " + n + " tokens x top-" + r.topK);
+            }
+            W4A16Cpu.expertMatmul(q.blob, q.geometry, q.expertRows, xb.data, xb.offset, perSlot, n, r.topK, r.ids, ob.data, ob.offset);
+            return;
+        }
         CpuWeight w = w(experts);
         CpuRouting r = routing(routing);
         int n = r.tokens, slots = n * r.topK;

@@ -9,15 +9,18 @@ import java.lang.foreign.MemorySegment;
 /** A W4A16 weight on the CPU: the mapped blob (weights | scales | zeros) and its geometry. */
 final class CpuW4A16Weight implements Weight {
     private final String name;
-    private final long[] shape;          // [out, in]
+    private final long[] shape;          // [out, in], or [experts, out, in] for an expert stack
     final MemorySegment blob;
-    final W4A16Layout.Geometry geometry;
+    final W4A16Layout.Geometry geometry; // rows = all rows of every expert
+    final long expertRows;               // rows per expert; 0 for a plain matrix
 
     CpuW4A16Weight(String name, long[] shape, int groupSize, MemorySegment blob) {
         this.name = name;
         this.shape = shape.clone();
         this.blob = blob;
-        this.geometry = new W4A16Layout.Geometry(shape[0], shape[1], groupSize);
+        long rows = shape.length == 3 ? shape[0] * shape[1] : shape[0];
+        this.geometry = new W4A16Layout.Geometry(rows, shape[shape.length - 1], groupSize);
+        this.expertRows = shape.length == 3 ? shape[1] : 0;
         if (blob.byteSize() != geometry.totalBytes()) {
             throw new IllegalArgumentException(name + ": W4A16 " + java.util.Arrays.toString(shape) + " g" + groupSize + " needs "
                     + geometry.totalBytes() + " bytes, the bundle holds " + blob.byteSize());

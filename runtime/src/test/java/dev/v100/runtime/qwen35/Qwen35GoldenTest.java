@@ -1,8 +1,6 @@
 package dev.v100.runtime.qwen35;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.v100.formats.bundle.Bundle;
-import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.formats.testing.SharedGolden;
 import dev.v100.runtime.cpu.CpuBackend;
 import dev.v100.runtime.cpu.CpuModels;
@@ -30,13 +28,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class Qwen35GoldenTest {
     /** The fp32 CPU path against transformers fp32 on the same weights (FORMAT / fixtures README contract). */
     static final double LOGITS_NMSE = 1e-6;
-    /**
-     * A quantized GGUF ssm_out whose value heads are not whole quant blocks (qwen35.gguf-q8_0: dv 16, Q8_0
-     * blocks of 32) cannot have its columns regrouped block by block; the converter dequantizes it and
-     * stores F16 (converter fix.ColumnPermute), which rounds the Q8_0 values: NMSE 1.4e-6 on that case,
-     * 1.8e-11 when the same fallback is stored F32. Applied only while a bundle holds such an F16 ssm_out.
-     */
-    static final double F16_SSM_OUT_FALLBACK_NMSE = 2e-6;
     /** Greedy steps are compared until the reference's own top-1/top-2 gap falls below this (a near tie). */
     static final double GREEDY_MARGIN = 1e-3;
 
@@ -83,7 +74,7 @@ class Qwen35GoldenTest {
         Path bundle = GoldenFixtures.convert(root.resolve(c.source()), tmp.resolve("bundle"), l.tp, l.pp);
         ModelOptions opts = new ModelOptions(Verify.CRC, 64, l.chunkTokens);
         float[] ref = GoldenFixtures.npy(root.resolve(c.ref()));
-        double limit = roundsSsmOutToF16(bundle, run.caseId) ? F16_SSM_OUT_FALLBACK_NMSE : LOGITS_NMSE;
+        double limit = LOGITS_NMSE;
         try (DecoderModel m = CpuModels.open(bundle, opts, l.kernels)) {
             float[] logits = m.forward(tokens, 0, true);
             double e = GoldenFixtures.nmse(ref, logits);
@@ -101,24 +92,6 @@ class Qwen35GoldenTest {
         }
     }
 
-    /** Whether the bundle stores as F16 an ssm_out that the case's source file holds quantized (see F16_SSM_OUT_FALLBACK_NMSE). */
-    private static boolean roundsSsmOutToF16(Path bundle, String caseId) {
-        JsonNode types = null;
-        for (JsonNode c : GoldenFixtures.manifest().get("cases")) if (c.get("id").asText().equals(caseId)) types = c.get("types");
-        if (types == null) return false;
-        try (Bundle b = Bundle.open(bundle)) {
-            for (BundleManifest.Rank r : b.manifest().ranks()) {
-                for (BundleManifest.Tensor t : r.tensors()) {
-                    JsonNode src = types.get(t.name());
-                    if (t.name().endsWith("ssm_out.weight") && t.dtype().equals("F16") && src != null
-                            && !List.of("F32", "F16", "BF16").contains(src.asText())) {
-                        return true;
-                    }
-                }
-            }
-        }
-        return false;
-    }
 
     record SharedCase(String source, String ref, int tp, int pp) {
         @Override
