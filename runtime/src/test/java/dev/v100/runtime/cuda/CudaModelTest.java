@@ -19,7 +19,7 @@ import static dev.v100.runtime.cuda.CudaTesting.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 /**
- * Whole llama-family models of random weights on the GPU against the fp32 CPU backend: every
+ * Whole llama-family models of random weights on the GPU against the fp32 CPU reference backend: every
  * architecture feature, several weight types, tp 2 and pp 2 bundles on one GPU, prefill in chunks that
  * take the decode and the prefill kernels, then cached decode steps.
  */
@@ -62,7 +62,8 @@ class CudaModelTest {
                 ModelOptions opts = new ModelOptions(Verify.CRC, 0, chunk);
                 String what = a.label + " (tp " + a.tp + ", pp " + a.pp + ", chunk " + chunk + ")";
                 float[] cpuAll, cpuSteps;
-                try (DecoderModel cpu = CpuModels.open(bundle, opts)) {
+                // the reference kernels: no Vector API, so the device's JRE may leave jdk.incubator.vector out
+                try (DecoderModel cpu = CpuModels.open(bundle, opts, dev.v100.runtime.cpu.CpuBackend.Kernels.REFERENCE)) {
                     cpuAll = cpu.forward(PROMPT, 0, true);
                     cpuSteps = steps(cpu);
                 }
