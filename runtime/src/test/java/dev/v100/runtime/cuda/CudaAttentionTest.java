@@ -4,11 +4,14 @@ import dev.v100.kernels.ref.RefOps;
 import dev.v100.runtime.backend.BackendException;
 import dev.v100.runtime.backend.Buffer;
 import dev.v100.runtime.backend.KvCache;
+import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
 
 import java.util.Arrays;
 import java.util.SplittableRandom;
+import java.util.stream.Stream;
 
 import static dev.v100.runtime.cuda.CudaTesting.*;
 import static org.junit.jupiter.api.Assertions.*;
@@ -33,14 +36,15 @@ class CudaAttentionTest {
     /** {startPos, rows}: decode (rows <= 4) and prefill, across page and chunk edges. */
     static final int[][] STEPS = {{0, 1}, {0, 7}, {61, 1}, {61, 3}, {130, 4}, {255, 2}, {0, 33}, {63, 100}, {200, 64}, {0, 300}, {300, 5}};
 
-    @Test
-    void matchesTheReference() {
-        try (CudaBackend b = backend("attn")) {
-            SplittableRandom rnd = new SplittableRandom(21);
-            for (Geometry g : GEOMETRIES) {
+    /** One test per geometry, so that one failing does not hide the others' results. */
+    @TestFactory
+    Stream<DynamicTest> matchesTheReference() {
+        return Arrays.stream(GEOMETRIES).map(g -> DynamicTest.dynamicTest(g.toString(), () -> {
+            try (CudaBackend b = backend("attn " + g)) {
+                SplittableRandom rnd = new SplittableRandom(21 + g.headDim());
                 for (int[] step : STEPS) check(b, g, step[0], step[1], rnd);
             }
-        }
+        }));
     }
 
     static void check(CudaBackend b, Geometry g, int startPos, int n, SplittableRandom rnd) {

@@ -7,14 +7,19 @@ import dev.v100.kernels.ref.RandomBlocks;
 import dev.v100.kernels.ref.StoredMatrix;
 import dev.v100.runtime.backend.Buffer;
 import dev.v100.runtime.backend.Weight;
+import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Arrays;
 import java.util.SplittableRandom;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
 
 import static dev.v100.runtime.cuda.CudaTesting.*;
 import static org.junit.jupiter.api.Assertions.*;
@@ -95,11 +100,12 @@ class CudaMatmulTest {
         }
     }
 
-    @Test
-    void everyGgmlTypeOnEveryPath() {
-        try (CudaBackend b = backend("matmul")) {
-            SplittableRandom rnd = new SplittableRandom(11);
-            for (GgmlType t : RandomBlocks.MATMUL_TYPES) {
+    /** One test per type, so that a failing type does not hide the others' results. */
+    @TestFactory
+    Stream<DynamicTest> everyGgmlTypeOnEveryPath() {
+        return Arrays.stream(RandomBlocks.MATMUL_TYPES).map(t -> DynamicTest.dynamicTest(t.toString(), () -> {
+            try (CudaBackend b = backend("matmul " + t)) {
+                SplittableRandom rnd = new SplittableRandom(11 + t.id);
                 for (Shape s : shapes(t.blockSize)) {
                     StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", t, s.rows(), s.cols(), 0.05, rnd);
                     float[] dense = new float[s.rows() * s.cols()];
@@ -108,14 +114,14 @@ class CudaMatmulTest {
                     check(b, w, dense, s.rows(), s.cols(), s.tokens(), rnd, t + " " + s);
                 }
             }
-        }
+        }));
     }
 
-    @Test
-    void w4a16OnEveryPath() {
-        try (CudaBackend b = backend("w4a16")) {
-            SplittableRandom rnd = new SplittableRandom(12);
-            for (int group : new int[] {32, 64, 128}) {
+    @TestFactory
+    Stream<DynamicTest> w4a16OnEveryPath() {
+        return IntStream.of(32, 64, 128).mapToObj(group -> DynamicTest.dynamicTest("W4A16 g" + group, () -> {
+            try (CudaBackend b = backend("w4a16 g" + group)) {
+                SplittableRandom rnd = new SplittableRandom(12 + group);
                 for (Shape s : shapes(128)) {
                     W4A16Layout.Geometry g = new W4A16Layout.Geometry(s.rows(), s.cols(), group);
                     MemorySegment blob = randomW4A16(g, rnd);
@@ -124,7 +130,7 @@ class CudaMatmulTest {
                     check(b, w, dense, s.rows(), s.cols(), s.tokens(), rnd, "W4A16 g" + group + " " + s);
                 }
             }
-        }
+        }));
     }
 
     /** Random codes, fp16 scales around 0.01 and zero points 0..15 (8 most often, as symmetric sources store). */

@@ -7,13 +7,15 @@ import dev.v100.runtime.load.Verify;
 import dev.v100.runtime.model.DecoderModel;
 import dev.v100.runtime.model.ModelOptions;
 import dev.v100.runtime.testing.TestBundles;
+import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Stream;
 
 import static dev.v100.runtime.cuda.CudaTesting.*;
 import static org.junit.jupiter.api.Assertions.*;
@@ -52,12 +54,12 @@ class CudaModelTest {
         return a;
     }
 
-    @Test
-    void matchesTheCpuBackend() {
-        device();   // aborts here without a GPU
-        int i = 0;
-        for (Arch a : architectures()) {
-            Path bundle = TestBundles.write(tmp.resolve("b" + i++), a.spec, TestBundles.randomWeights(a.spec, 7), a.tp, a.pp);
+    /** One test per architecture variant, so that one failing does not hide the others' results. */
+    @TestFactory
+    Stream<DynamicTest> matchesTheCpuBackend() {
+        return architectures().stream().map(a -> DynamicTest.dynamicTest(a.label, () -> {
+            device();   // aborts here without a GPU
+            Path bundle = TestBundles.write(tmp.resolve(a.label.replaceAll("[^A-Za-z0-9]+", "-")), a.spec, TestBundles.randomWeights(a.spec, 7), a.tp, a.pp);
             for (int chunk : new int[] {4, 64}) {
                 ModelOptions opts = new ModelOptions(Verify.CRC, 0, chunk);
                 String what = a.label + " (tp " + a.tp + ", pp " + a.pp + ", chunk " + chunk + ")";
@@ -73,7 +75,7 @@ class CudaModelTest {
                     assertModelNmse(steps(gpu), cpuSteps, what + ": decode steps");
                 }
             }
-        }
+        }));
     }
 
     /** Four cached decode steps after the prompt (fixed tokens, so both backends see the same inputs). */

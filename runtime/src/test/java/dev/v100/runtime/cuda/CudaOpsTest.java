@@ -9,15 +9,19 @@ import dev.v100.runtime.backend.BackendException;
 import dev.v100.runtime.backend.Buffer;
 import dev.v100.runtime.backend.Rope;
 import dev.v100.runtime.backend.Weight;
+import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Arrays;
 import java.util.SplittableRandom;
+import java.util.stream.Stream;
 
 import static dev.v100.runtime.cuda.CudaTesting.*;
 import static org.junit.jupiter.api.Assertions.*;
@@ -168,11 +172,12 @@ class CudaOpsTest {
         }
     }
 
-    @Test
-    void embedGathersEveryStoredTypeExactly() {
-        try (CudaBackend b = backend("embed")) {
-            SplittableRandom rnd = new SplittableRandom(5);
-            for (GgmlType t : RandomBlocks.MATMUL_TYPES) {
+    /** One test per stored type, so that one failing does not hide the others' results. */
+    @TestFactory
+    Stream<DynamicTest> embedGathersEveryStoredTypeExactly() {
+        return Arrays.stream(RandomBlocks.MATMUL_TYPES).map(t -> DynamicTest.dynamicTest(t.toString(), () -> {
+            try (CudaBackend b = backend("embed " + t)) {
+                SplittableRandom rnd = new SplittableRandom(5 + t.id);
                 assertTrue(b.supports(t), t + " must be supported");
                 int[] colsList = t.blockSize == 1 ? new int[] {1, 7, 33, 4097} : t.blockSize == 32 ? new int[] {32, 4128} : new int[] {256, 4352};
                 for (int cols : colsList) {
@@ -195,9 +200,15 @@ class CudaOpsTest {
                     }
                 }
             }
+        }));
+    }
+
+    @Test
+    void unsupportedTypesAndTokensAreRefused() {
+        try (CudaBackend b = backend("embed refusals")) {
             assertFalse(b.supports(GgmlType.IQ4_XS), "types without kernels are refused");
             assertFalse(b.supports(GgmlType.BF16), "V100 has no bf16: BF16 is converted to F16 by the converter");
-            var q = RandomBlocks.matrix("token_embd.weight", GgmlType.F16, 4, 8, 1.0, rnd);
+            var q = RandomBlocks.matrix("token_embd.weight", GgmlType.F16, 4, 8, 1.0, new SplittableRandom(6));
             Weight w = b.weight("token_embd.weight", GgmlType.F16, new long[] {4, 8}, q.data());
             BackendException e = assertThrows(BackendException.class, () -> b.embed(w, new int[] {4}, b.allocate("e", 1, 8)));
             assertTrue(e.getMessage().contains("token id 4"), e.getMessage());

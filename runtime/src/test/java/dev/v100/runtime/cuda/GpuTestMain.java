@@ -88,7 +88,8 @@ public final class GpuTestMain {
         int c = uid.indexOf("[class:");
         String cls = c < 0 ? "" : uid.substring(c + 7, uid.indexOf(']', c));
         cls = cls.substring(cls.lastIndexOf('.') + 1);
-        String parent = id.getParentId().filter(p -> p.contains("dynamic-container")).map(names::get).orElse(null);
+        String parent = id.getParentId().filter(p -> p.endsWith("]") && (p.contains("dynamic-container") || p.contains("test-factory")))
+                .map(names::get).orElse(null);
         return cls + " > " + (parent == null ? "" : parent + " > ") + id.getDisplayName();
     }
 
