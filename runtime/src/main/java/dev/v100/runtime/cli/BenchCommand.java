@@ -38,6 +38,9 @@ final class BenchCommand implements Callable<Integer> {
     public Integer call() {
         model.prepare();
         java.io.PrintWriter out = spec.commandLine().getOut();
+        if (model.backend == ModelArgs.BackendKind.cuda) {
+            return model.benchCuda(decodeTokens, out);
+        }
         long t0 = System.nanoTime();
         try (DecoderModel m = CpuModels.open(model.bundle, model.options())) {
             double loadS = (System.nanoTime() - t0) / 1e9;

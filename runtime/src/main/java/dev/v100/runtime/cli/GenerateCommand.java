@@ -1,9 +1,7 @@
 package dev.v100.runtime.cli;
 
-import dev.v100.runtime.cpu.CpuBackend;
-import dev.v100.runtime.cpu.CpuEngine;
-import dev.v100.runtime.engine.BundleText;
 import dev.v100.runtime.engine.Cancellation;
+import dev.v100.runtime.engine.Engine;
 import dev.v100.runtime.engine.GenerationRequest;
 import dev.v100.runtime.engine.GenerationResult;
 import dev.v100.runtime.engine.SamplingParams;
@@ -57,7 +55,7 @@ final class GenerateCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         model.prepare();
-        try (CpuEngine engine = CpuEngine.open(model.bundle, model.options(), CpuBackend.Kernels.FAST, BundleText::load)) {
+        try (Engine engine = model.openEngine()) {
             String text = chat
                     ? engine.renderChat(List.of(Map.of("role", "user", "content", prompt)), null, true, Map.of())
                     : prompt;

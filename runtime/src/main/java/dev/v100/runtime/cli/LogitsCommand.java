@@ -1,7 +1,6 @@
 package dev.v100.runtime.cli;
 
 import dev.v100.formats.npy.NpyWriter;
-import dev.v100.runtime.cpu.CpuModels;
 import dev.v100.runtime.model.DecoderModel;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -25,7 +24,7 @@ final class LogitsCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         model.prepare();
-        try (DecoderModel m = CpuModels.open(model.bundle, model.options())) {
+        try (DecoderModel m = model.openModel()) {
             float[] logits = m.forward(tokens, 0, true);
             NpyWriter.write(out, logits, tokens.length, m.vocabSize());
         }

@@ -1,6 +1,16 @@
 package dev.v100.runtime.cli;
 
+import dev.v100.runtime.cpu.CpuBackend;
+import dev.v100.runtime.cpu.CpuEngine;
+import dev.v100.runtime.cpu.CpuModels;
+import dev.v100.runtime.cuda.CudaEngine;
+import dev.v100.runtime.cuda.CudaModels;
+import dev.v100.runtime.cuda.CudaOptions;
+import dev.v100.runtime.cuda.CudaUnavailableException;
+import dev.v100.runtime.engine.BundleText;
+import dev.v100.runtime.engine.Engine;
 import dev.v100.runtime.load.Verify;
+import dev.v100.runtime.model.DecoderModel;
 import dev.v100.runtime.model.ModelOptions;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -27,8 +37,19 @@ final class ModelArgs {
     @Option(names = "--threads", description = "CPU worker threads (default: all cores)")
     Integer threads;
 
-    @Option(names = "--chunk", defaultValue = "" + ModelOptions.DEFAULT_CHUNK_TOKENS, description = "prefill chunk in tokens (default: ${DEFAULT-VALUE})")
+    @Option(names = "--chunk", defaultValue = "0",
+            description = "prefill chunk in tokens (default: 0 = " + ModelOptions.DEFAULT_CHUNK_TOKENS + " on the CPU, " + CUDA_CHUNK_TOKENS + " on CUDA)")
     int chunk;
+
+    @Option(names = "--gpu-memory", defaultValue = "" + CudaOptions.DEFAULT_GPU_MEMORY_FRACTION,
+            description = "cuda: share of the GPU's memory to use for weights + KV cache (default: ${DEFAULT-VALUE})")
+    double gpuMemory;
+
+    @Option(names = "--device", defaultValue = "0", description = "cuda: device ordinal (default: ${DEFAULT-VALUE})")
+    int device;
+
+    /** Prefill chunk on CUDA: large enough for the tensor-core kernels to pay, small enough for the workspace. */
+    static final int CUDA_CHUNK_TOKENS = 512;
 
     ModelOptions options() {
         Verify v = switch (verify) {
@@ -36,14 +57,45 @@ final class ModelArgs {
             case "none" -> Verify.NONE;
             default -> throw new IllegalArgumentException("--verify must be crc or none, not " + verify);
         };
-        return new ModelOptions(v, context, chunk);
+        int c = chunk != 0 ? chunk : backend == BackendKind.cuda ? CUDA_CHUNK_TOKENS : ModelOptions.DEFAULT_CHUNK_TOKENS;
+        return new ModelOptions(v, context, c);
     }
 
-    /** Applies settings that must precede loading (thread count) and refuses backends that are not built. */
-    void prepare() {
-        if (backend == BackendKind.cuda) {
-            throw new UnsupportedBackendException("the CUDA backend is not built yet; use --backend cpu");
+    CudaOptions cudaOptions() {
+        return CudaOptions.defaults().withDevice(device).withGpuMemoryFraction(gpuMemory).withProgress(line -> System.err.println("[cuda] " + line));
+    }
+
+    /** The bundle's model on the chosen backend. */
+    DecoderModel openModel() {
+        if (backend != BackendKind.cuda) return CpuModels.open(bundle, options());
+        try {
+            return CudaModels.openModel(bundle, options(), cudaOptions());
+        } catch (CudaUnavailableException e) {
+            throw new UnsupportedBackendException(e.getMessage());
         }
+    }
+
+    /** The bundle's model with its tokenizer and chat template on the chosen backend. */
+    Engine openEngine() {
+        if (backend != BackendKind.cuda) return CpuEngine.open(bundle, options(), CpuBackend.Kernels.FAST, BundleText::load);
+        try {
+            return CudaEngine.open(bundle, options(), cudaOptions(), BundleText::load);
+        } catch (CudaUnavailableException e) {
+            throw new UnsupportedBackendException(e.getMessage());
+        }
+    }
+
+    /** `bench --backend cuda` (cold start, load and copy rates, prefill, decode, roofline ratio). */
+    int benchCuda(int decodeTokens, java.io.PrintWriter out) {
+        try {
+            return dev.v100.runtime.cuda.CudaBench.run(bundle, options(), cudaOptions(), decodeTokens, out);
+        } catch (CudaUnavailableException e) {
+            throw new UnsupportedBackendException(e.getMessage());
+        }
+    }
+
+    /** Applies settings that must precede loading (thread count). */
+    void prepare() {
         if (threads != null) {
             if (threads < 1) throw new IllegalArgumentException("--threads must be at least 1");
             System.setProperty("v100.cpu.threads", Integer.toString(threads));

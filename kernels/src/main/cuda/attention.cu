@@ -1,0 +1,227 @@
+// Causal grouped-query attention over a paged fp16 KV cache.
+//
+// Cache layout: a pool of pages pageStride halves apart; a page holds PAGE positions of one layer of
+// one sequence, K [kvHeads][PAGE][headDim] then V [kvHeads][PAGE][headDim] (fp16). A sequence's block
+// table maps position / PAGE to its page. Query row t is at position startPos + t and attends over [0, startPos + t].
+//
+// Decode (few query rows): flash-decoding. attn_decode splits each row's keys into chunks of CHUNK,
+// one block per (head, chunk, row), writing an unnormalized partial (max, sum, acc[headDim]) in fp32;
+// attn_combine merges the chunks of a (row, head). Prefill (many rows): attn_prefill, a block per
+// (32 query rows, head) walks the key tiles with WMMA for Q K^T and P V and an online softmax (fp32).
+#include "common.cuh"
+
+#define PAGE 64
+#define CHUNK 256
+#define THREADS 128
+
+// K row of (kv head kvh, position pos); the V row is kvHeads * PAGE * hd further
+__device__ __forceinline__ const h16* k_row(const h16* pool, const int* table, i64 pageStride, int hd, int kvh, int pos) {
+    return pool + (i64) table[pos / PAGE] * pageStride + ((i64) kvh * PAGE + pos % PAGE) * hd;
+}
+
+// Stores k, v [n, kvHeads * hd] at positions [startPos, startPos + n)
+extern "C" __global__ void kv_store(const h16* k, const h16* v, int n, int kvHeads, int hd, h16* pool, const int* table, i64 pageStride,
+                                    int startPos) {
+    i64 total = (i64) n * kvHeads * hd;
+    i64 vOff = (i64) kvHeads * PAGE * hd;
+    for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64) gridDim.x * blockDim.x) {
+        int d = (int) (i % hd);
+        i64 th = i / hd;
+        int h = (int) (th % kvHeads), t = (int) (th / kvHeads);
+        int pos = startPos + t;
+        h16* kr = pool + (i64) table[pos / PAGE] * pageStride + ((i64) h * PAGE + pos % PAGE) * hd;
+        kr[d] = k[i];
+        kr[vOff + d] = v[i];
+    }
+}
+
+__device__ __forceinline__ float block_max(float v, float* red) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float t = lane < nw ? red[lane] : -INFINITY;
+    return warp_max(t);
+}
+
+// grid (heads, splits, n). partO [n, heads, splits, hd], partML [n, heads, splits, 2] (max, sum)
+extern "C" __global__ void attn_decode(const h16* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, i64 pageStride,
+                                       int startPos, float scale, int splits, float* partO, float* partML) {
+    __shared__ float qs[256];
+    __shared__ float p[CHUNK];
+    __shared__ float red[32];
+    int h = blockIdx.x, s = blockIdx.y, t = blockIdx.z;
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int len = startPos + t + 1;
+    int k0 = s * CHUNK, k1 = min(k0 + CHUNK, len);
+    int kvh = h / (heads / kvHeads);
+    i64 part = ((i64) t * heads + h) * splits + s;
+    if (k0 >= k1) {   // this row's keys end before the chunk: an empty partial
+        if (tid == 0) { partML[2 * part] = -INFINITY; partML[2 * part + 1] = 0.f; }
+        for (int d = tid; d < hd; d += blockDim.x) partO[part * hd + d] = 0.f;
+        return;
+    }
+    const h16* qr = q + ((i64) t * heads + h) * hd;
+    for (int d = tid; d < hd; d += blockDim.x) qs[d] = h2f(qr[d]);
+    __syncthreads();
+    int cnt = k1 - k0;
+    for (int j = warp; j < cnt; j += blockDim.x >> 5) {
+        const h16* kr = k_row(pool, table, pageStride, hd, kvh, k0 + j);
+        float dot = 0.f;
+        for (int d = lane; d < hd; d += 32) dot += qs[d] * h2f(kr[d]);
+        dot = warp_sum(dot);
+        if (lane == 0) p[j] = dot * scale;
+    }
+    __syncthreads();
+    float m = -INFINITY;
+    for (int j = tid; j < cnt; j += blockDim.x) m = fmaxf(m, p[j]);
+    m = block_max(m, red);
+    float l = 0.f;
+    for (int j = tid; j < cnt; j += blockDim.x) {
+        float e = expf(p[j] - m);
+        p[j] = e;
+        l += e;
+    }
+    l = block_sum(l, red);   // (its barriers also publish p)
+    i64 vOff = (i64) kvHeads * PAGE * hd;
+    for (int d = tid; d < hd; d += blockDim.x) {
+        float a = 0.f;
+        for (int j = 0; j < cnt; j++) a += p[j] * h2f(k_row(pool, table, pageStride, hd, kvh, k0 + j)[vOff + d]);
+        partO[part * hd + d] = a;
+    }
+    if (tid == 0) { partML[2 * part] = m; partML[2 * part + 1] = l; }
+}
+
+// grid (heads, n): out [n, heads * hd] = merged partials of (row, head)
+extern "C" __global__ void attn_combine(const float* partO, const float* partML, int heads, int hd, int splits, h16* out) {
+    int h = blockIdx.x, t = blockIdx.y;
+    i64 base = ((i64) t * heads + h) * splits;
+    float M = -INFINITY;
+    for (int s = 0; s < splits; s++) M = fmaxf(M, partML[2 * (base + s)]);
+    float L = 0.f;
+    for (int s = 0; s < splits; s++) {
+        float ms = partML[2 * (base + s)];
+        if (ms > -INFINITY) L += partML[2 * (base + s) + 1] * expf(ms - M);
+    }
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float a = 0.f;
+        for (int s = 0; s < splits; s++) {
+            float ms = partML[2 * (base + s)];
+            if (ms > -INFINITY) a += partO[(base + s) * hd + d] * expf(ms - M);
+        }
+        out[((i64) t * heads + h) * hd + d] = f2h_sat(a / L);
+    }
+}
+
+#define QT 32   // query rows per prefill block
+
+__device__ __forceinline__ int round_up(int v, int m) { return (v + m - 1) / m * m; }
+
+// grid (ceil(n / QT), heads), THREADS threads, dynamic shared memory as KernelCatalog.attnPrefillSmemBytes
+extern "C" __global__ void attn_prefill(const h16* q, int n, int heads, int kvHeads, int hd, const h16* pool, const int* table,
+                                        i64 pageStride, int startPos, float scale, h16* out) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int kt = hd <= 128 ? 64 : 32;       // keys per tile
+    const int hdp = round_up(hd, 16);         // WMMA K/N extent over head dims (zero padded)
+    const int dp = hdp + 8, ktp = kt + 8;     // padded leading dimensions
+    unsigned char* at = smem;
+    h16* Qs = reinterpret_cast<h16*>(at);   at += round_up(2 * QT * dp, 128);
+    h16* Ks = reinterpret_cast<h16*>(at);   at += round_up(2 * kt * dp, 128);
+    h16* Vs = reinterpret_cast<h16*>(at);   at += round_up(2 * kt * dp, 128);
+    float* S = reinterpret_cast<float*>(at); at += round_up(4 * QT * ktp, 128);
+    h16* P = reinterpret_cast<h16*>(at);    at += round_up(2 * QT * ktp, 128);
+    float* O = reinterpret_cast<float*>(at); at += round_up(4 * QT * dp, 128);
+    float* Mx = reinterpret_cast<float*>(at); at += round_up(4 * QT, 128);
+    float* Lx = reinterpret_cast<float*>(at);
+
+    int tid = threadIdx.x, warp = tid >> 5;
+    int q0 = blockIdx.x * QT, h = blockIdx.y;
+    int kvh = h / (heads / kvHeads);
+    int rowsHere = min(QT, n - q0);
+    i64 qStride = (i64) heads * hd;
+    for (int i = tid; i < QT * hdp; i += blockDim.x) {
+        int r = i / hdp, d = i % hdp;
+        Qs[r * dp + d] = r < rowsHere && d < hd ? q[(i64) (q0 + r) * qStride + (i64) h * hd + d] : (h16) 0;
+        O[r * dp + d] = 0.f;
+    }
+    if (tid < QT) { Mx[tid] = -INFINITY; Lx[tid] = 0.f; }
+    i64 vOff = (i64) kvHeads * PAGE * hd;
+    int kEnd = startPos + q0 + rowsHere;      // keys [0, kEnd) are visible to some row of the tile
+    for (int kb = 0; kb < kEnd; kb += kt) {
+        int kcnt = min(kt, kEnd - kb);
+        __syncthreads();   // previous tile's P V done with Ks/Vs/P
+        for (int i = tid; i < kt * hdp; i += blockDim.x) {
+            int j = i / hdp, d = i % hdp;
+            h16 kv = 0, vv = 0;
+            if (j < kcnt && d < hd) {
+                const h16* kr = k_row(pool, table, pageStride, hd, kvh, kb + j);
+                kv = kr[d];
+                vv = kr[vOff + d];
+            }
+            Ks[j * dp + d] = kv;
+            Vs[j * dp + d] = vv;
+        }
+        __syncthreads();
+        // S = Q K^T, [QT, kt]
+        int tilesN = kt / 16;
+        for (int tile = warp; tile < (QT / 16) * tilesN; tile += THREADS / 32) {
+            int ti = tile / tilesN, tj = tile % tilesN;
+            FragC c;
+            frag_zero(c);
+            for (int k = 0; k < hdp; k += 16) {
+                FragAB a, b;
+                wmma_load_a_row(a, Qs + 16 * ti * dp + k, dp);
+                wmma_load_b_col(b, Ks + 16 * tj * dp + k, dp);
+                wmma_mma_row_col(c, a, b);
+            }
+            wmma_store_c_row(S + 16 * ti * ktp + 16 * tj, c, ktp);
+        }
+        __syncthreads();
+        {   // online softmax: four threads per query row (same warp)
+            int r = tid >> 2, sub = tid & 3;
+            int qpos = startPos + q0 + r;
+            float mx = -INFINITY;
+            for (int j = sub; j < kt; j += 4) {
+                float sv = j < kcnt && kb + j <= qpos && r < rowsHere ? S[r * ktp + j] * scale : -INFINITY;
+                S[r * ktp + j] = sv;
+                mx = fmaxf(mx, sv);
+            }
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            float mOld = Mx[r], mNew = fmaxf(mOld, mx);
+            float alpha = mOld == -INFINITY ? 0.f : expf(mOld - mNew);
+            float ls = 0.f;
+            for (int j = sub; j < kt; j += 4) {
+                float sv = S[r * ktp + j];
+                float pv = sv == -INFINITY ? 0.f : expf(sv - mNew);
+                P[r * ktp + j] = f2h(pv);
+                ls += pv;
+            }
+            ls += __shfl_xor_sync(0xffffffffu, ls, 1);
+            ls += __shfl_xor_sync(0xffffffffu, ls, 2);
+            for (int d = sub; d < hdp; d += 4) O[r * dp + d] *= alpha;
+            if (sub == 0) { Mx[r] = mNew; Lx[r] = Lx[r] * alpha + ls; }
+        }
+        __syncthreads();
+        // O += P V, [QT, hdp]
+        int tilesD = hdp / 16;
+        for (int tile = warp; tile < (QT / 16) * tilesD; tile += THREADS / 32) {
+            int ti = tile / tilesD, tj = tile % tilesD;
+            FragC c;
+            wmma_load_c_row(c, O + 16 * ti * dp + 16 * tj, dp);
+            for (int k = 0; k < kt; k += 16) {
+                FragAB a, b;
+                wmma_load_a_row(a, P + 16 * ti * ktp + k, ktp);
+                wmma_load_b_row(b, Vs + k * dp + 16 * tj, dp);
+                wmma_mma_row_row(c, a, b);
+            }
+            wmma_store_c_row(O + 16 * ti * dp + 16 * tj, c, dp);
+        }
+    }
+    __syncthreads();
+    for (int i = tid; i < rowsHere * hd; i += blockDim.x) {
+        int r = i / hd, d = i % hd;
+        out[(i64) (q0 + r) * qStride + (i64) h * hd + d] = f2h_sat(O[r * dp + d] / Lx[r]);
+    }
+}

@@ -1,0 +1,120 @@
+// Shared helpers of the v100 kernels. No toolkit headers: fp16 conversions and the tensor-core
+// WMMA operations are inline PTX, so the build needs nothing but NVRTC (and CI no CUDA toolkit).
+// Every kernel targets compute_70 (V100); the PTX also runs on later GPUs through the driver's JIT.
+#pragma once
+
+typedef unsigned short h16;            // IEEE binary16 bits (activations, KV cache, fp16 weights)
+typedef long long i64;
+
+#define FP16_MAX 65504.0f
+#define INFINITY __int_as_float(0x7f800000)
+
+__device__ __forceinline__ float h2f(h16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+__device__ __forceinline__ h16 f2h(float f) {
+    h16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+// Every fp16 write-back of a computed value goes through this: finite overflow saturates at +-65504
+// instead of becoming Inf; NaN stays NaN (the comparisons are false), so the non-finite check sees it.
+__device__ __forceinline__ h16 f2h_sat(float f) {
+    if (f > FP16_MAX) f = FP16_MAX;
+    else if (f < -FP16_MAX) f = -FP16_MAX;
+    return f2h(f);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the total.
+// red: __shared__ float[32]. Contains __syncthreads: call from all threads.
+__device__ __forceinline__ float block_sum(float v, float* red) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float t = lane < nw ? red[lane] : 0.f;
+    return warp_sum(t);
+}
+
+// 32 fp16 values at p (16-byte aligned) into floats.
+__device__ __forceinline__ void load32h(const h16* p, float* out) {
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        uint4 u = q[i];
+        unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            out[8 * i + 2 * j] = h2f((h16) (w[j] & 0xffffu));
+            out[8 * i + 2 * j + 1] = h2f((h16) (w[j] >> 16));
+        }
+    }
+}
+
+// ---- WMMA m16n16k16, fp16 inputs, fp32 accumulators (Volta tensor cores), as inline PTX ------------
+// Fragments are opaque per-lane register sets; pointers are generic addresses aligned to 32 bytes,
+// leading dimensions in elements (a multiple of 8 for fp16, of 4 for fp32).
+struct FragAB { unsigned x[8]; };
+struct FragC { float x[8]; };
+
+__device__ __forceinline__ void frag_zero(FragC& c) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) c.x[i] = 0.f;
+}
+
+#define V100_WMMA_LOAD_AB(NAME, OP, LAYOUT)                                                                   \
+    __device__ __forceinline__ void NAME(FragAB& a, const h16* p, int ld) {                                  \
+        asm volatile("wmma.load." OP ".sync.aligned." LAYOUT ".m16n16k16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;" \
+                     : "=r"(a.x[0]), "=r"(a.x[1]), "=r"(a.x[2]), "=r"(a.x[3]), "=r"(a.x[4]), "=r"(a.x[5]),    \
+                       "=r"(a.x[6]), "=r"(a.x[7])                                                            \
+                     : "l"(p), "r"(ld)                                                                      \
+                     : "memory");                                                                    \
+    }
+V100_WMMA_LOAD_AB(wmma_load_a_row, "a", "row")
+V100_WMMA_LOAD_AB(wmma_load_b_col, "b", "col")
+V100_WMMA_LOAD_AB(wmma_load_b_row, "b", "row")
+
+#define V100_WMMA_MMA(NAME, LAYOUTS)                                                                          \
+    __device__ __forceinline__ void NAME(FragC& d, const FragAB& a, const FragAB& b) {                       \
+        asm volatile("wmma.mma.sync.aligned." LAYOUTS ".m16n16k16.f32.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, "        \
+                     "{%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19,%20,%21,%22,%23}, {%0,%1,%2,%3,%4,%5,%6,%7};" \
+                     : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3]), "+f"(d.x[4]), "+f"(d.x[5]),    \
+                       "+f"(d.x[6]), "+f"(d.x[7])                                                            \
+                     : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(a.x[4]), "r"(a.x[5]), "r"(a.x[6]), \
+                       "r"(a.x[7]), "r"(b.x[0]), "r"(b.x[1]), "r"(b.x[2]), "r"(b.x[3]), "r"(b.x[4]), "r"(b.x[5]), \
+                       "r"(b.x[6]), "r"(b.x[7]));                                                            \
+    }
+V100_WMMA_MMA(wmma_mma_row_col, "row.col")
+V100_WMMA_MMA(wmma_mma_row_row, "row.row")
+
+__device__ __forceinline__ void wmma_store_c_row(float* p, const FragC& d, int ld) {
+    asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f32 [%0], {%1,%2,%3,%4,%5,%6,%7,%8}, %9;"
+                 :: "l"(p), "f"(d.x[0]), "f"(d.x[1]), "f"(d.x[2]), "f"(d.x[3]), "f"(d.x[4]), "f"(d.x[5]),
+                    "f"(d.x[6]), "f"(d.x[7]), "r"(ld)
+                 : "memory");
+}
+
+__device__ __forceinline__ void wmma_load_c_row(FragC& d, const float* p, int ld) {
+    asm volatile("wmma.load.c.sync.aligned.row.m16n16k16.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;"
+                 : "=f"(d.x[0]), "=f"(d.x[1]), "=f"(d.x[2]), "=f"(d.x[3]), "=f"(d.x[4]), "=f"(d.x[5]),
+                   "=f"(d.x[6]), "=f"(d.x[7])
+                 : "l"(p), "r"(ld)
+                 : "memory");
+}

@@ -1,0 +1,190 @@
+// The Qwen3.5/3.6 hybrid-layer ops (Gated-DeltaNet, gated attention) and the MoE routing ops, as the
+// reference (kernels.ref RefGdn, RefMoe, RefOps) defines them: fp16 activations in and out, fp32 math,
+// fp32 recurrent state in device memory (conv inputs [C, K-1], delta-rule state [Hv, dk, dv]).
+#include "common.cuh"
+
+#define FOR_EACH(i, n) for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64) gridDim.x * blockDim.x)
+#define CONV_MAX_KERNEL 8
+#define GDN_MAX_KEY_DIM 256
+
+__device__ __forceinline__ float sigmoidf(float x) { return 1.f / (1.f + expf(-x)); }
+
+// dst[t, j*blockCols + c] = src[t, firstCol + j*strideCols + c]
+extern "C" __global__ void copy_columns(const h16* src, int srcCols, int firstCol, int blockCols, int strideCols, int n, h16* dst,
+                                        int dstCols) {
+    FOR_EACH(i, (i64) n * dstCols) {
+        i64 t = i / dstCols;
+        int c = (int) (i % dstCols);
+        dst[i] = src[t * srcCols + firstCol + (c / blockCols) * strideCols + c % blockCols];
+    }
+}
+
+// out = x * sigmoid(gate); out may alias x
+extern "C" __global__ void sigmoid_mul(const h16* x, const h16* gate, h16* out, i64 n) {
+    FOR_EACH(i, n) out[i] = f2h_sat(h2f(x[i]) * sigmoidf(h2f(gate[i])));
+}
+
+// L2 norm per group: x / sqrt(sum(x^2) + eps); one block per group; out may alias x
+extern "C" __global__ void l2norm(const h16* x, h16* out, int groupElems, float eps) {
+    __shared__ float red[32];
+    const h16* xg = x + (i64) blockIdx.x * groupElems;
+    h16* og = out + (i64) blockIdx.x * groupElems;
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < groupElems; i += blockDim.x) {
+        float v = h2f(xg[i]);
+        ss += v * v;
+    }
+    ss = block_sum(ss, red);
+    float inv = 1.f / sqrtf(ss + eps);
+    for (int i = threadIdx.x; i < groupElems; i += blockDim.x) og[i] = f2h_sat(h2f(xg[i]) * inv);
+}
+
+// Gated RMSNorm per group of groupElems: (x / sqrt(mean(x^2) + eps) * w) * silu(z); out may alias x
+extern "C" __global__ void rmsnorm_gated(const h16* x, const h16* z, const float* w, h16* out, int groupElems, float eps) {
+    __shared__ float red[32];
+    i64 base = (i64) blockIdx.x * groupElems;
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < groupElems; i += blockDim.x) {
+        float v = h2f(x[base + i]);
+        ss += v * v;
+    }
+    ss = block_sum(ss, red);
+    float inv = 1.f / sqrtf(ss / (float) groupElems + eps);
+    for (int i = threadIdx.x; i < groupElems; i += blockDim.x) {
+        float zi = h2f(z[base + i]);
+        out[base + i] = f2h_sat(h2f(x[base + i]) * inv * w[i] * (zi * sigmoidf(zi)));
+    }
+}
+
+// Causal depthwise conv1d + SiLU over x [n, C], one thread per channel walking its rows in order; the
+// window of the last K-1 inputs starts from the state and ends there. out may alias x (each input is
+// read before its row is written). kernel [C, K] fp32 (wF32) or fp16 (wF16), one of them null.
+extern "C" __global__ void causal_conv1d(const h16* x, int n, int channels, const float* wF32, const h16* wF16, int kernel,
+                                         float* state, h16* out) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= channels) return;
+    int hist = kernel - 1;
+    float w[CONV_MAX_KERNEL], win[CONV_MAX_KERNEL];
+#pragma unroll
+    for (int j = 0; j < CONV_MAX_KERNEL; j++) {
+        w[j] = j < kernel ? (wF32 != nullptr ? wF32[(i64) c * kernel + j] : h2f(wF16[(i64) c * kernel + j])) : 0.f;
+        win[j] = j < hist ? state[(i64) c * hist + j] : 0.f;
+    }
+    for (int t = 0; t < n; t++) {
+        float xi = h2f(x[(i64) t * channels + c]);
+        float acc = w[hist] * xi;   // window slot hist is the current row
+#pragma unroll
+        for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
+            if (j < hist) acc += w[j] * win[j];
+        out[(i64) t * channels + c] = f2h_sat(acc * sigmoidf(acc));
+#pragma unroll
+        for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
+            if (j + 1 < hist) win[j] = win[j + 1];
+        if (hist > 0) win[hist - 1] = xi;
+    }
+    for (int j = 0; j < hist; j++) state[(i64) c * hist + j] = win[j];
+}
+
+// decay = -exp(aLog[h]) * softplus(alpha + dtBias[h]) (torch softplus: linear above 20), betaOut = sigmoid(beta),
+// elementwise over [n, heads]; outputs may alias the inputs
+extern "C" __global__ void delta_gates(const h16* alpha, const h16* beta, const float* aLog, const float* dtBias, h16* decayOut,
+                                       h16* betaOut, int heads, i64 n) {
+    FOR_EACH(i, n) {
+        int h = (int) (i % heads);
+        float a = h2f(alpha[i]) + dtBias[h];
+        float sp = a > 20.f ? a : log1pf(expf(a));
+        float b = h2f(beta[i]);
+        decayOut[i] = f2h_sat(-expf(aLog[h]) * sp);
+        betaOut[i] = f2h_sat(sigmoidf(b));
+    }
+}
+
+// The gated delta rule, rows in order; one block per value head h, a thread per state column j:
+//   S = exp(decay) S;  delta = beta (v - S^T k);  S += k (x) delta;  out = S^T (scale q)
+// S [dk, dv] fp32 of head h lives in state (global, L2-resident); q, k of the head's key head in shared memory.
+extern "C" __global__ void gated_delta_rule(const h16* q, const h16* k, const h16* v, const h16* decay, const h16* beta, int n, int keyHeads,
+                                            int valueHeads, int dk, int dv, float scale, float* state, h16* out) {
+    __shared__ float qs[GDN_MAX_KEY_DIM], ks[GDN_MAX_KEY_DIM];
+    int h = blockIdx.x;
+    int kh = h / (valueHeads / keyHeads);
+    float* S = state + (i64) h * dk * dv;
+    i64 qkCols = (i64) keyHeads * dk, vCols = (i64) valueHeads * dv;
+    for (int t = 0; t < n; t++) {
+        __syncthreads();   // the previous row is done with qs/ks
+        for (int i = threadIdx.x; i < dk; i += blockDim.x) {
+            qs[i] = h2f(q[t * qkCols + (i64) kh * dk + i]) * scale;
+            ks[i] = h2f(k[t * qkCols + (i64) kh * dk + i]);
+        }
+        __syncthreads();
+        float e = expf(h2f(decay[(i64) t * valueHeads + h])), b = h2f(beta[(i64) t * valueHeads + h]);
+        for (int j = threadIdx.x; j < dv; j += blockDim.x) {
+            float kv = 0.f;
+            for (int i = 0; i < dk; i++) {
+                float s = S[(i64) i * dv + j] * e;
+                S[(i64) i * dv + j] = s;
+                kv += s * ks[i];
+            }
+            float delta = (h2f(v[t * vCols + (i64) h * dv + j]) - kv) * b;
+            float o = 0.f;
+            for (int i = 0; i < dk; i++) {
+                float s = S[(i64) i * dv + j] + ks[i] * delta;
+                S[(i64) i * dv + j] = s;
+                o += s * qs[i];
+            }
+            out[t * vCols + (i64) h * dv + j] = f2h_sat(o);
+        }
+    }
+}
+
+// Softmax routing, one thread per token: probabilities over the experts (fp32), the topK largest in
+// descending order (ties: the lower id), divided by their sum when normalize
+extern "C" __global__ void moe_route(const h16* logits, int n, int experts, int topK, int normalize, int* ids, float* weights) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const h16* l = logits + (i64) t * experts;
+    float mx = -INFINITY;
+    for (int e = 0; e < experts; e++) mx = fmaxf(mx, h2f(l[e]));
+    float sum = 0.f;
+    for (int e = 0; e < experts; e++) sum += expf(h2f(l[e]) - mx);
+    float kept = 0.f, prev = INFINITY;
+    int prevId = -1;
+    for (int s = 0; s < topK; s++) {
+        // the next largest after (prev, prevId) in the order (p descending, id ascending)
+        int best = -1;
+        float bp = -1.f;
+        for (int e = 0; e < experts; e++) {
+            float p = expf(h2f(l[e]) - mx);
+            bool after = p < prev || (p == prev && e > prevId);
+            if (after && (best < 0 || p > bp)) { best = e; bp = p; }
+        }
+        ids[t * topK + s] = best;
+        weights[t * topK + s] = bp / sum;
+        kept += bp / sum;
+        prev = bp;
+        prevId = best;
+    }
+    if (normalize)
+        for (int s = 0; s < topK; s++) weights[t * topK + s] /= kept;
+}
+
+// out[t, c] = sum_s weights[t*topK + s] * expertOut[t*topK + s, c]
+extern "C" __global__ void moe_combine(const h16* expertOut, const float* weights, int n, int topK, int cols, h16* out) {
+    FOR_EACH(i, (i64) n * cols) {
+        i64 t = i / cols;
+        int c = (int) (i % cols);
+        float acc = 0.f;
+        for (int s = 0; s < topK; s++) acc += weights[t * topK + s] * h2f(expertOut[(t * topK + s) * cols + c]);
+        out[i] = f2h_sat(acc);
+    }
+}
+
+// y[t, :] *= sigmoid(x[t, :] . gate), one block per row
+extern "C" __global__ void sigmoid_gate_rows(const h16* x, const float* gate, int h, h16* y, int yCols) {
+    __shared__ float red[32];
+    i64 t = blockIdx.x;
+    float d = 0.f;
+    for (int i = threadIdx.x; i < h; i += blockDim.x) d += h2f(x[t * h + i]) * gate[i];
+    d = block_sum(d, red);
+    float g = sigmoidf(d);
+    for (int c = threadIdx.x; c < yCols; c += blockDim.x) y[t * yCols + c] = f2h_sat(h2f(y[t * yCols + c]) * g);
+}

@@ -1,0 +1,146 @@
+package dev.v100.kernels.cuda;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Every CUDA kernel the build compiles (kernels/src/main/cuda/*.cu) and the runtime launches, with what
+ * its launcher promises: the block size it launches with and the most dynamic shared memory it asks
+ * for. The build ({@link PtxCompiler}) fails when a compiled module holds a kernel that is not listed
+ * here, when a listed kernel is missing, or when static + declared dynamic shared memory exceeds
+ * {@link #SMEM_LIMIT_BYTES}; the runtime launchers refuse a launch that would ask for more dynamic
+ * shared memory than declared here.
+ */
+public final class KernelCatalog {
+    /** V100 (sm_70): the most shared memory one block may use, static + dynamic (opt-in above 48 KiB). */
+    public static final int SMEM_LIMIT_BYTES = 96 * 1024;
+    /** Without cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) a block gets at most this much. */
+    public static final int SMEM_DEFAULT_LIMIT_BYTES = 48 * 1024;
+
+    /** Kernel-name suffixes of the weight types, in ggml spelling (lower-case prefix) plus W4A16. */
+    public static final List<String> GGML_TYPE_SUFFIXES = List.of(
+            "f32", "f16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K");
+    public static final String W4A16_SUFFIX = "w4a16";
+
+    /** Threads per block of the element-wise, norm and rope kernels. */
+    public static final int ELEMENTWISE_THREADS = 256;
+    /** GEMV: one warp per output row, this many warps per block. */
+    public static final int GEMV_THREADS = 128;
+    /** GEMV handles at most this many token rows at once (decode, small batches); more go to the GEMM. */
+    public static final int GEMV_MAX_TOKENS = 8;
+    /** GEMM tile: tokens x output rows per block, K step of one 32-element unit. */
+    public static final int GEMM_THREADS = 128;
+    public static final int GEMM_TILE_TOKENS = 64;
+    public static final int GEMM_TILE_ROWS = 128;
+    /** Attention: tokens per KV-cache page, keys per decode split, threads of the attention kernels. */
+    public static final int KV_PAGE_TOKENS = 64;
+    public static final int ATTN_DECODE_CHUNK_TOKENS = 256;
+    public static final int ATTN_THREADS = 128;
+    public static final int ATTN_MAX_HEAD_DIM = 256;
+    /** Gated-DeltaNet: the longest conv kernel and the largest key head dim the hybrid kernels take. */
+    public static final int CONV_MAX_KERNEL = 8;
+    public static final int GDN_MAX_KEY_DIM = 256;
+    /** Prefill attention: query rows per block; keys per tile for headDim <= 128 (half that above). */
+    public static final int ATTN_PREFILL_QUERY_TILE = 32;
+    public static final int ATTN_PREFILL_KEY_TILE = 64;
+
+    /**
+     * One kernel.
+     *
+     * @param module               source file in kernels/src/main/cuda (without .cu)
+     * @param blockThreads         threads per block its launcher uses (at most)
+     * @param maxDynamicSmemBytes  the most dynamic shared memory its launcher requests
+     */
+    public record Kernel(String module, String name, int blockThreads, int maxDynamicSmemBytes) {}
+
+    private static final Map<String, Kernel> BY_NAME = new LinkedHashMap<>();
+
+    static {
+        int ew = ELEMENTWISE_THREADS;
+        add("elementwise", "silu_mul", ew, 0);
+        add("elementwise", "add_scaled", ew, 0);
+        add("elementwise", "add_bias", ew, 0);
+        add("elementwise", "scale_inplace", ew, 0);
+        add("elementwise", "f32_to_f16_rows", ew, 0);
+        add("elementwise", "check_nonfinite", ew, 0);
+        add("norm", "rmsnorm", ew, 0);
+        add("rope", "rope_neox", ew, 0);
+        for (String t : GGML_TYPE_SUFFIXES) add("embed", "embed_" + t, ew, 0);
+        add("embed", "embed_" + W4A16_SUFFIX, ew, 0);
+        for (String t : allWeightSuffixes()) {
+            add("gemv", "gemv_" + t, GEMV_THREADS, 0);
+            add("gemm", "gemm_" + t, GEMM_THREADS, 0);
+            add("gemm", "dequant_" + t, ew, 0);
+        }
+        add("attention", "kv_store", ew, 0);
+        add("attention", "attn_decode", ATTN_THREADS, 0);
+        add("attention", "attn_combine", ATTN_THREADS, 0);
+        add("attention", "attn_prefill", ATTN_THREADS, attnPrefillSmemBytes(ATTN_MAX_HEAD_DIM));
+        add("logits", "argmax_rows", ew, 0);
+        for (String t : GGML_TYPE_SUFFIXES) add("gemv", "expert_gemv_" + t, GEMV_THREADS, 0);
+        for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates", "gated_delta_rule",
+                "moe_route", "moe_combine", "sigmoid_gate_rows")) {
+            add("hybrid", k, ew, 0);
+        }
+    }
+
+    private KernelCatalog() {}
+
+    private static void add(String module, String name, int threads, int dyn) {
+        if (BY_NAME.put(name, new Kernel(module, name, threads, dyn)) != null) throw new AssertionError("kernel " + name + " twice");
+    }
+
+    /** The GGML suffixes and W4A16: the types the matmul kernels exist for. */
+    public static List<String> allWeightSuffixes() {
+        List<String> out = new ArrayList<>(GGML_TYPE_SUFFIXES);
+        out.add(W4A16_SUFFIX);
+        return out;
+    }
+
+    public static List<Kernel> all() {
+        return Collections.unmodifiableList(new ArrayList<>(BY_NAME.values()));
+    }
+
+    /** The kernel of that name; unknown names are a programming error. */
+    public static Kernel get(String name) {
+        Kernel k = BY_NAME.get(name);
+        if (k == null) throw new IllegalArgumentException("no kernel named " + name + " in KernelCatalog");
+        return k;
+    }
+
+    public static boolean has(String name) {
+        return BY_NAME.containsKey(name);
+    }
+
+    /** Keys per prefill-attention tile for a head dimension (the shared-memory budget halves it above 128). */
+    public static int attnPrefillKeyTile(int headDim) {
+        return headDim <= 128 ? ATTN_PREFILL_KEY_TILE : ATTN_PREFILL_KEY_TILE / 2;
+    }
+
+    /**
+     * Dynamic shared memory of attn_prefill for a head dimension, regions in this order, each rounded
+     * up to 128 bytes (attention.cu carves it the same way): Q [qt, dp] fp16, K and V [kt, dp] fp16,
+     * S [qt, ktp] fp32, P [qt, ktp] fp16, O [qt, dp] fp32, running max and sum [qt] fp32 each; dp =
+     * headDim rounded up to 16 plus 8 and ktp = kt + 8 (padding against bank conflicts, and WMMA
+     * wants leading dimensions of a multiple of 8 halves).
+     */
+    public static int attnPrefillSmemBytes(int headDim) {
+        int dp = roundUp(headDim, 16) + 8;
+        int qt = ATTN_PREFILL_QUERY_TILE, kt = attnPrefillKeyTile(headDim), ktp = kt + 8;
+        long[] regions = {2L * qt * dp, 2L * kt * dp, 2L * kt * dp, 4L * qt * ktp, 2L * qt * ktp, 4L * qt * dp, 4L * qt, 4L * qt};
+        long bytes = 0;
+        for (long r : regions) bytes += roundUp(r, 128);
+        return Math.toIntExact(bytes);
+    }
+
+    static long roundUp(long v, long m) {
+        return (v + m - 1) / m * m;
+    }
+
+    static int roundUp(int v, int m) {
+        return (v + m - 1) / m * m;
+    }
+}

@@ -1,0 +1,84 @@
+package dev.v100.kernels.cuda;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/** What the ahead-of-time kernel build put into the jar (no GPU needed): every kernel, within V100's limits. */
+class KernelBuildTest {
+    @org.junit.jupiter.api.BeforeAll
+    static void kernelsWereBuilt() {
+        org.junit.jupiter.api.Assumptions.assumeFalse(Boolean.getBoolean("cuda.kernels.skip"),
+                "built with -Dcuda.kernels.skip=true: there are no CUDA kernels to check");
+    }
+
+    @Test
+    void everyCatalogKernelIsBuiltWithinTheSharedMemoryLimit() {
+        KernelManifest m = KernelManifest.load();
+        assertEquals("compute_70", m.ptxArch());
+        assertEquals("sm_70", m.cubinArch());
+        assertTrue(m.nvrtcVersion().startsWith("12."), "NVRTC 12.x compiles for sm_70 (CUDA 13 cannot): " + m.nvrtcVersion());
+        Set<String> built = new HashSet<>();
+        for (KernelManifest.Entry e : m.entries()) {
+            built.add(e.name());
+            KernelCatalog.Kernel k = KernelCatalog.get(e.name());
+            assertEquals(k.module(), e.module(), e.name());
+            assertEquals(k.maxDynamicSmemBytes(), e.dynamicSmemBytes(), e.name());
+            assertTrue(e.staticSmemBytes() + e.dynamicSmemBytes() <= KernelCatalog.SMEM_LIMIT_BYTES, e.name() + " exceeds 96 KiB of shared memory");
+            assertTrue(e.registers() > 0 && e.registers() <= 255, e.name() + " registers " + e.registers());
+        }
+        for (KernelCatalog.Kernel k : KernelCatalog.all()) assertTrue(built.contains(k.name()), k.name() + " is in the catalog but not built");
+    }
+
+    @Test
+    void modulesArePtxForCompute70AndSm70Cubins() {
+        KernelManifest m = KernelManifest.load();
+        for (String module : m.modules()) {
+            String ptx = new String(KernelManifest.resource(module + ".ptx"), StandardCharsets.US_ASCII);
+            assertTrue(ptx.contains(".target sm_70"), module + ".ptx targets sm_70");
+            byte[] cubin = KernelManifest.resource(module + ".sm_70.cubin");
+            assertTrue(cubin.length > 4 && cubin[0] == 0x7f && cubin[1] == 'E' && cubin[2] == 'L' && cubin[3] == 'F', module + " cubin is an ELF image");
+        }
+    }
+
+    @Test
+    void prefillAttentionFitsEveryHeadDimension() {
+        int declared = KernelCatalog.get("attn_prefill").maxDynamicSmemBytes();
+        for (int hd = 1; hd <= KernelCatalog.ATTN_MAX_HEAD_DIM; hd++) {
+            int need = KernelCatalog.attnPrefillSmemBytes(hd);
+            assertTrue(need <= declared, "head dim " + hd + " needs " + need + " > declared " + declared);
+        }
+        assertTrue(declared <= KernelCatalog.SMEM_LIMIT_BYTES);
+    }
+
+    @Test
+    void parsesPtxasVerboseOutput() throws Exception {
+        String log = """
+                ptxas info    : 24 bytes gmem, 8 bytes cmem[4]
+                ptxas info    : Compiling entry function 'misc' for 'sm_70'
+                ptxas info    : Function properties for misc
+                ptxas         .     32 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads
+                ptxas info    : Used 22 registers, used 1 barriers, 2176 bytes smem, 380 bytes cmem[0], 8 bytes cmem[2]
+                ptxas info    : Compiling entry function 'wm' for 'sm_70'
+                ptxas info    : Function properties for wm
+                ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+                ptxas info    : Used 32 registers, used 0 barriers, 376 bytes cmem[0]
+                """;
+        List<KernelManifest.Entry> e = PtxCompiler.parsePtxasLog("t", log);
+        assertEquals(2, e.size());
+        assertEquals(new KernelManifest.Entry("t", "misc", 22, 2176, 0, 32, 4, 8, 0), e.get(0));
+        assertTrue(e.get(0).spills());
+        assertEquals(new KernelManifest.Entry("t", "wm", 32, 0, 0, 0, 0, 0, 0), e.get(1));
+    }
+
+    @Test
+    void manifestRoundTrips() {
+        KernelManifest m = KernelManifest.load();
+        assertEquals(m, KernelManifest.read(m.write()));
+    }
+}

@@ -1,0 +1,821 @@
+package dev.v100.runtime.cuda;
+
+import dev.v100.formats.ggml.GgmlCodecs;
+import dev.v100.formats.ggml.GgmlType;
+import dev.v100.formats.w4a16.W4A16Layout;
+import dev.v100.kernels.cuda.KernelCatalog;
+import dev.v100.runtime.backend.Backend;
+import dev.v100.runtime.backend.BackendException;
+import dev.v100.runtime.backend.Buffer;
+import dev.v100.runtime.backend.KvCache;
+import dev.v100.runtime.backend.LinearAttentionState;
+import dev.v100.runtime.backend.MoeRouting;
+import dev.v100.runtime.backend.Rope;
+import dev.v100.runtime.backend.Weight;
+import org.bytedeco.javacpp.FloatPointer;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+import static org.bytedeco.cuda.global.cublas.*;
+import static org.bytedeco.cuda.global.cudart.*;
+
+/**
+ * The CUDA backend of one rank: fp16 activations in device memory, weights in their stored types
+ * (the rank's whole file in one device allocation, every tensor at its file offset), fp32
+ * accumulation in every kernel, every fp16 write-back saturated at +-65504. One stream per device;
+ * kernels come from the build (kernels/src/main/cuda, see {@link KernelCatalog}).
+ *
+ * <p>Matmuls of at most {@link KernelCatalog#GEMV_MAX_TOKENS} token rows run the GEMV kernels (decode);
+ * larger ones the WMMA GEMM kernels or cuBLAS GemmEx on fp16 (F16 weights in place, others
+ * dequantized in row chunks), whichever {@link GemmPolicy} measured faster for that shape.
+ * Attention runs flash-decoding for up to {@link #DECODE_ATTENTION_MAX_ROWS} query rows and the
+ * tiled WMMA prefill kernel above that.
+ */
+public final class CudaBackend implements Backend {
+    /** Query rows up to which attention uses the split-K decode kernels (each row re-reads its keys). */
+    static final int DECODE_ATTENTION_MAX_ROWS = 4;
+    /** Bytes of the fp16 scratch a quantized weight is dequantized into, chunk by chunk, for cuBLAS. */
+    static final long DEQUANT_SCRATCH_BYTES = 64L << 20;
+    private static final int EW = KernelCatalog.ELEMENTWISE_THREADS;
+    private static final int MAX_EW_BLOCKS = 8192;
+
+    final CudaDevice device;
+    private final String name;
+    private final List<Long> allocations = new ArrayList<>();
+    private final List<CudaKvCache> caches = new ArrayList<>();
+    private final Map<Rope, Long> ropeTables = new HashMap<>();
+    final GemmPolicy gemm;
+    private final boolean checkNonFinite;
+    private long rankBase;          // the rank file on the device
+    private long rankHostAddress;   // ... and where it is mapped on the host
+    private long rankBytes;
+    private String lastWeight = "(none)";
+    private int lastLayer = -1;
+    private boolean closed;
+
+    /** A backend on {@code device} (which it retains until {@link #close}). */
+    public CudaBackend(CudaDevice device, String name) {
+        device.retain();
+        this.device = device;
+        this.name = name;
+        this.gemm = new GemmPolicy(device);
+        this.checkNonFinite = device.options.checkNonFinite();
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    public CudaDevice device() {
+        return device;
+    }
+
+    @Override
+    public boolean supports(GgmlType type) {
+        return switch (type) {
+            case F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K -> true;
+            default -> false;
+        };
+    }
+
+    static String suffix(GgmlType t) {
+        return t.name().toLowerCase(Locale.ROOT).replace("_k", "_K");
+    }
+
+    // ---- memory -------------------------------------------------------------------------------
+
+    /**
+     * Copies a whole rank file (mapped) into one device allocation through pinned, double-buffered
+     * staging; afterwards {@link #weight} finds every tensor of that file at its offset without copying.
+     */
+    public RankUpload.Stats uploadRankFile(MemorySegment file, String what) {
+        if (rankBase != 0) throw new IllegalStateException(name + ": a rank file is already uploaded");
+        device.bind();
+        long base = device.malloc(file.byteSize(), what);
+        allocations.add(base);
+        RankUpload.Stats s = RankUpload.upload(device, file, base, what);
+        rankBase = base;
+        rankHostAddress = file.address();
+        rankBytes = file.byteSize();
+        return s;
+    }
+
+    public long weightBytesOnDevice() {
+        return rankBytes;
+    }
+
+    @Override
+    public Buffer allocate(String label, int rows, int cols) {
+        device.bind();
+        long bytes = 2L * rows * cols;
+        long a = device.malloc(bytes, "activation buffer " + label + " [" + rows + ", " + cols + "]");
+        allocations.add(a);
+        Cuda.check(cuMemsetD8Async(a, (byte) 0, bytes, device.stream), "cuMemsetD8Async", "zeroing " + label);
+        return new CudaBuffer(this, label, a, rows, cols);
+    }
+
+    /** Where the bytes of a tensor are on the device: inside the uploaded rank file, else a copy of their own. */
+    private long deviceAddress(String name, MemorySegment bytes) {
+        long size = bytes.byteSize();
+        if (rankBase != 0 && bytes.isNative() && bytes.address() >= rankHostAddress && bytes.address() + size <= rankHostAddress + rankBytes) {
+            return rankBase + (bytes.address() - rankHostAddress);
+        }
+        long a = device.malloc(size, "weight " + name);
+        allocations.add(a);
+        device.uploads.upload(bytes, a, "uploading weight " + name);
+        return a;
+    }
+
+    @Override
+    public Weight weight(String name, GgmlType type, long[] shape, MemorySegment bytes) {
+        if (!supports(type)) throw new BackendException(name + ": stored type " + type + " has no CUDA kernel");
+        if (shape.length < 1 || shape.length > 3) throw new BackendException(name + ": " + shape.length + "-D weights are not supported");
+        device.bind();
+        long rows = shape.length == 1 ? 1 : shape.length == 2 ? shape[0] : shape[0] * shape[1], cols = shape[shape.length - 1];
+        long expertRows = shape.length == 3 ? shape[1] : 0;
+        long rowBytes;
+        try {
+            rowBytes = type.rowBytes(cols);
+        } catch (IllegalArgumentException e) {
+            throw new BackendException(name + ": " + e.getMessage(), e);
+        }
+        if (bytes.byteSize() != rows * rowBytes) {
+            throw new BackendException(name + ": " + type + " " + java.util.Arrays.toString(shape) + " needs " + rows * rowBytes
+                    + " bytes, the bundle holds " + bytes.byteSize());
+        }
+        long address = deviceAddress(name, bytes);
+        long vector = 0;
+        if (shape.length == 1) {
+            if (type == GgmlType.F32) {
+                vector = address;
+            } else {
+                float[] v = new float[Math.toIntExact(cols)];
+                GgmlCodecs.dequantizeRow(type, bytes, cols, 0, v, 0);
+                vector = device.malloc(4L * v.length, "fp32 copy of " + name);
+                allocations.add(vector);
+                device.uploads.upload(MemorySegment.ofArray(v), vector, "uploading " + name);
+            }
+        }
+        return new CudaWeight(name, type, suffix(type), shape, rows, cols, address, rowBytes, bytes.byteSize(), 0, 0, 0, 0, vector, expertRows);
+    }
+
+    @Override
+    public boolean supportsW4A16() {
+        return true;
+    }
+
+    @Override
+    public Weight weightW4A16(String name, long[] shape, int groupSize, MemorySegment blob) {
+        return w4a16Weight(name, shape, groupSize, blob);
+    }
+
+    /**
+     * A W4A16 weight (docs/FORMAT.md "W4A16 layout"): not a ggml type, so not reachable through
+     * {@link #weight}; {@code shape} is the stored [rows, cols].
+     */
+    public Weight w4a16Weight(String name, long[] shape, int groupSize, MemorySegment bytes) {
+        if (shape.length != 2) throw new BackendException(name + ": W4A16 weights are 2-D here, got " + java.util.Arrays.toString(shape));
+        W4A16Layout.Geometry g;
+        try {
+            g = new W4A16Layout.Geometry(shape[0], shape[1], groupSize);
+        } catch (IllegalArgumentException e) {
+            throw new BackendException(name + ": " + e.getMessage(), e);
+        }
+        if (shape[1] % 32 != 0) throw new BackendException(name + ": W4A16 needs K a multiple of 32, got " + shape[1]);
+        if (bytes.byteSize() < g.totalBytes()) {
+            throw new BackendException(name + ": W4A16 " + g + " needs " + g.totalBytes() + " bytes, the bundle holds " + bytes.byteSize());
+        }
+        device.bind();
+        long address = deviceAddress(name, bytes);
+        return new CudaWeight(name, null, KernelCatalog.W4A16_SUFFIX, shape, g.rows(), g.cols(), address, g.rowBytes(), g.totalBytes(),
+                address + g.scalesOffset(), address + g.zerosOffset(), Math.toIntExact(g.groups()), Integer.numberOfTrailingZeros(groupSize), 0);
+    }
+
+    @Override
+    public KvCache allocateKvCache(int kvHeads, int headDim, int capacityTokens) {
+        if (headDim > KernelCatalog.ATTN_MAX_HEAD_DIM) {
+            throw new BackendException("head dim " + headDim + " exceeds the " + KernelCatalog.ATTN_MAX_HEAD_DIM + " the CUDA attention kernels handle");
+        }
+        device.bind();
+        CudaKvCache c = new CudaKvCache(this, kvHeads, headDim, capacityTokens);
+        caches.add(c);
+        return c;
+    }
+
+    @Override
+    public void write(Buffer dst, float[] src, int srcOff) {
+        CudaBuffer d = buf(dst);
+        device.bind();
+        int n = Math.toIntExact(d.elems());
+        short[] h = new short[n];
+        for (int i = 0; i < n; i++) h[i] = Float.floatToFloat16(Math.max(-65504f, Math.min(65504f, src[srcOff + i])));
+        device.uploads.upload(MemorySegment.ofArray(h), d.address, "writing " + d);
+    }
+
+    @Override
+    public float[] read(Buffer src) {
+        CudaBuffer s = buf(src);
+        device.bind();
+        int n = Math.toIntExact(s.elems());
+        MemorySegment seg = MemorySegment.ofArray(new short[n]);
+        device.download(s.address, seg, 2L * n);
+        float[] out = new float[n];
+        for (int i = 0; i < n; i++) out[i] = Float.float16ToFloat(seg.getAtIndex(ValueLayout.JAVA_SHORT, i));
+        return out;
+    }
+
+    @Override
+    public void copy(Buffer src, Buffer dst) {
+        CudaBuffer s = buf(src), d = buf(dst);
+        sameShape(s, d);
+        device.bind();
+        Cuda.check(cuMemcpyDtoDAsync(d.address, s.address, s.bytes(), device.stream), "cuMemcpyDtoDAsync", "copying " + s + " to " + d);
+    }
+
+    // ---- ops ----------------------------------------------------------------------------------
+
+    @Override
+    public void embed(Weight table, int[] tokens, Buffer out) {
+        CudaWeight t = w(table);
+        CudaBuffer o = buf(out);
+        if (o.rows != tokens.length || o.cols != t.cols || t.vector != 0 || t.expertRows != 0) {
+            throw new BackendException("embed: " + tokens.length + " tokens of " + t + " into " + o);
+        }
+        for (int tok : tokens) {
+            if (tok < 0 || tok >= t.rows) throw new BackendException("embed: token id " + tok + " outside the vocabulary of " + t.rows + " (" + t.name + ")");
+        }
+        device.bind();
+        note(t);
+        long ids = device.scratch("token-ids:" + name, 4L * tokens.length);
+        device.uploads.uploadInts(tokens, ids, "uploading token ids");
+        int units = (int) ((t.cols + 31) / 32);
+        synchronized (device) {
+            t.params(device.kernel("embed_" + t.kernelSuffix)).ptr(ids).ptr(o.address).go(tokens.length, (units + EW - 1) / EW, 1, EW, 0);
+        }
+        checked("embed", o);
+    }
+
+    @Override
+    public void rmsNorm(Buffer x, Weight w, int groupElems, float eps, Buffer out) {
+        CudaBuffer xb = buf(x), ob = buf(out);
+        CudaWeight wt = w(w);
+        sameShape(xb, ob);
+        if (wt.vector == 0 || wt.cols != groupElems || xb.cols % groupElems != 0) {
+            throw new BackendException("rmsNorm: " + wt + " over groups of " + groupElems + " of " + xb);
+        }
+        device.bind();
+        note(wt);
+        long groups = (long) xb.rows * (xb.cols / groupElems);
+        int threads = Math.min(EW, (groupElems + 31) / 32 * 32);
+        synchronized (device) {
+            device.kernel("rmsnorm").ptr(xb.address).ptr(wt.vector).ptr(ob.address).i32(groupElems).f32(eps).go(groups, 1, 1, threads, 0);
+        }
+        checked("rmsNorm", ob);
+    }
+
+    @Override
+    public void matmul(Buffer x, Weight w, Buffer out) {
+        CudaBuffer xb = buf(x), ob = buf(out);
+        CudaWeight wt = w(w);
+        if (wt.vector != 0 || wt.expertRows != 0 || xb.cols != wt.cols || ob.cols != wt.rows || ob.rows != xb.rows) {
+            throw new BackendException("matmul: " + xb + " @ " + wt + "^T into " + ob + (wt.expertRows != 0 ? " (a 3-D weight is for expertMatmul only)" : ""));
+        }
+        device.bind();
+        note(wt);
+        int n = xb.rows;
+        if (n == 0) return;
+        if (n <= KernelCatalog.GEMV_MAX_TOKENS) {
+            gemv(xb, wt, ob);
+        } else {
+            gemm.run(wt, n, () -> gemmKernel(xb, wt, ob), () -> gemmCublas(xb, wt, ob));
+        }
+        checked("matmul " + wt.name, ob);
+    }
+
+    void gemv(CudaBuffer x, CudaWeight w, CudaBuffer out) {
+        int warps = KernelCatalog.GEMV_THREADS / 32;
+        synchronized (device) {
+            w.params(device.kernel("gemv_" + w.kernelSuffix)).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
+                    .go((w.rows + warps - 1) / warps, 1, 1, KernelCatalog.GEMV_THREADS, 0);
+        }
+    }
+
+    void gemmKernel(CudaBuffer x, CudaWeight w, CudaBuffer out) {
+        long gx = (w.rows + KernelCatalog.GEMM_TILE_ROWS - 1) / KernelCatalog.GEMM_TILE_ROWS;
+        int gy = (x.rows + KernelCatalog.GEMM_TILE_TOKENS - 1) / KernelCatalog.GEMM_TILE_TOKENS;
+        synchronized (device) {
+            w.params(device.kernel("gemm_" + w.kernelSuffix)).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
+                    .go(gx, gy, 1, KernelCatalog.GEMM_THREADS, 0);
+        }
+    }
+
+    private final FloatPointer one = new FloatPointer(1f), zero = new FloatPointer(0f);
+
+    /**
+     * cuBLAS GemmEx, fp16 operands, fp32 compute and output (then saturated to fp16): C^T = W . X^T in
+     * column-major terms, over row chunks of W whose fp16 copy fits the dequant scratch (F16 in place).
+     */
+    void gemmCublas(CudaBuffer x, CudaWeight w, CudaBuffer out) {
+        int n = x.rows, k = (int) w.cols;
+        long rows = w.rows;
+        boolean inPlace = w.type == GgmlType.F16;
+        long chunk = inPlace ? rows : Math.max(1, Math.min(rows, DEQUANT_SCRATCH_BYTES / (2L * k)));
+        long deq = inPlace ? 0 : device.scratch("dequant", 2L * chunk * k);
+        long c32 = device.scratch("gemm-f32", 4L * n * chunk);
+        var handle = device.cublas();
+        for (long r0 = 0; r0 < rows; r0 += chunk) {
+            int r = (int) Math.min(chunk, rows - r0);
+            long a;
+            if (inPlace) {
+                a = w.address + r0 * w.rowBytes;
+            } else {
+                long units = (long) r * ((k + 31) / 32);
+                synchronized (device) {
+                    w.params(device.kernel("dequant_" + w.kernelSuffix)).i64(r0).i32(r).ptr(deq)
+                            .go(Math.min((units + EW - 1) / EW, MAX_EW_BLOCKS), 1, 1, EW, 0);
+                }
+                a = deq;
+            }
+            Cuda.checkCublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, r, n, k, one, Cuda.at(a), CUDA_R_16F, k, Cuda.at(x.address),
+                    CUDA_R_16F, k, zero, Cuda.at(c32), CUDA_R_32F, r, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP),
+                    "cublasGemmEx", w.name + " rows [" + r0 + ", " + (r0 + r) + ") x " + n + " tokens");
+            long total = (long) n * r;
+            synchronized (device) {
+                device.kernel("f32_to_f16_rows").ptr(c32).i64(r).ptr(out.address + 2L * r0).i64(rows).i32(n).i32(r)
+                        .go(Math.min((total + EW - 1) / EW, MAX_EW_BLOCKS), 1, 1, EW, 0);
+            }
+        }
+    }
+
+    @Override
+    public void addBias(Buffer x, Weight bias) {
+        CudaBuffer xb = buf(x);
+        CudaWeight b = w(bias);
+        if (b.vector == 0 || b.cols != xb.cols) throw new BackendException("addBias: " + b + " to " + xb);
+        device.bind();
+        note(b);
+        long n = xb.elems();
+        synchronized (device) {
+            device.kernel("add_bias").ptr(xb.address).ptr(b.vector).i32(xb.cols).i64(n).go(blocks(n), 1, 1, EW, 0);
+        }
+        checked("addBias " + b.name, xb);
+    }
+
+    @Override
+    public void rope(Buffer x, int headDim, Rope rope, int startPos) {
+        CudaBuffer xb = buf(x);
+        if (xb.cols % headDim != 0 || rope.rotaryDim() > headDim) {
+            throw new BackendException("rope: " + xb + " is not heads of " + headDim + " (rotaryDim " + rope.rotaryDim() + ")");
+        }
+        device.bind();
+        Long freqs = ropeTables.get(rope);
+        if (freqs == null) {
+            float[] f = rope.invFreqShared();
+            long a = device.malloc(4L * f.length, "rope frequencies");
+            allocations.add(a);
+            device.uploads.upload(MemorySegment.ofArray(f.clone()), a, "uploading rope frequencies");
+            ropeTables.put(rope, a);
+            freqs = a;
+        }
+        int heads = xb.cols / headDim;
+        long pairs = (long) xb.rows * heads * (rope.rotaryDim() / 2);
+        synchronized (device) {
+            device.kernel("rope_neox").ptr(xb.address).i32(xb.rows).i32(heads).i32(headDim).i32(rope.rotaryDim()).ptr(freqs).i32(startPos)
+                    .go(blocks(pairs), 1, 1, EW, 0);
+        }
+        checked("rope", xb);
+    }
+
+    @Override
+    public void attention(Buffer q, Buffer k, Buffer v, KvCache cache, int startPos, float scale, Buffer out) {
+        CudaBuffer qb = buf(q), kb = buf(k), vb = buf(v), ob = buf(out);
+        if (!(cache instanceof CudaKvCache c) || c.owner.device != device) throw new BackendException("attention: " + cache + " is not a KV cache of " + name);
+        int kvCols = c.kvHeads * c.headDim;
+        int n = qb.rows;
+        if (kb.cols != kvCols || vb.cols != kvCols || kb.rows != n || vb.rows != n || qb.cols % c.headDim != 0
+                || (qb.cols / c.headDim) % c.kvHeads != 0) {
+            throw new BackendException("attention: q " + qb + ", k " + kb + ", v " + vb + " against a cache of " + c.kvHeads + " heads x " + c.headDim);
+        }
+        sameShape(qb, ob);
+        if (startPos < 0 || (long) startPos + n > c.capacity) {
+            throw new BackendException("attention: positions [" + startPos + ", " + (startPos + n) + ") exceed the KV cache of " + c.capacity + " tokens");
+        }
+        if (n == 0) return;
+        device.bind();
+        int heads = qb.cols / c.headDim, hd = c.headDim;
+        c.ensure(startPos + n, name + " layer " + lastLayer);
+        long pool = c.poolBase(), stride = c.pageStrideElems();
+        long kvElems = (long) n * kvCols;
+        synchronized (device) {
+            device.kernel("kv_store").ptr(kb.address).ptr(vb.address).i32(n).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride)
+                    .i32(startPos).go(blocks(kvElems), 1, 1, EW, 0);
+        }
+        if (n <= DECODE_ATTENTION_MAX_ROWS) {
+            int splits = (startPos + n + KernelCatalog.ATTN_DECODE_CHUNK_TOKENS - 1) / KernelCatalog.ATTN_DECODE_CHUNK_TOKENS;
+            long parts = (long) n * heads * splits;
+            long partO = device.scratch("attn-partials", 4L * parts * hd);
+            long partML = device.scratch("attn-maxsum", 8L * parts);
+            synchronized (device) {
+                device.kernel("attn_decode").ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).i32(startPos).f32(scale)
+                        .i32(splits).ptr(partO).ptr(partML).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
+                device.kernel("attn_combine").ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address)
+                        .go(heads, n, 1, KernelCatalog.ATTN_THREADS, 0);
+            }
+        } else {
+            int smem = KernelCatalog.attnPrefillSmemBytes(hd);
+            int declared = KernelCatalog.get("attn_prefill").maxDynamicSmemBytes();
+            if (smem > declared) throw new BackendException("attn_prefill: head dim " + hd + " needs " + smem + " bytes of shared memory, declared " + declared);
+            int qTiles = (n + KernelCatalog.ATTN_PREFILL_QUERY_TILE - 1) / KernelCatalog.ATTN_PREFILL_QUERY_TILE;
+            synchronized (device) {
+                device.kernel("attn_prefill").ptr(qb.address).i32(n).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).i32(startPos)
+                        .f32(scale).ptr(ob.address).go(qTiles, heads, 1, KernelCatalog.ATTN_THREADS, smem);
+            }
+        }
+        checked("attention", ob);
+    }
+
+    @Override
+    public void siluMul(Buffer gate, Buffer up, Buffer out) {
+        CudaBuffer g = buf(gate), u = buf(up), o = buf(out);
+        sameShape(g, u);
+        sameShape(g, o);
+        device.bind();
+        long n = g.elems();
+        synchronized (device) {
+            device.kernel("silu_mul").ptr(g.address).ptr(u.address).ptr(o.address).i64(n).go(blocks(n), 1, 1, EW, 0);
+        }
+        checked("siluMul", o);
+    }
+
+    @Override
+    public void add(Buffer a, Buffer b, float bScale, Buffer out) {
+        CudaBuffer ab = buf(a), bb = buf(b), o = buf(out);
+        sameShape(ab, bb);
+        sameShape(ab, o);
+        device.bind();
+        long n = ab.elems();
+        synchronized (device) {
+            device.kernel("add_scaled").ptr(ab.address).ptr(bb.address).f32(bScale).ptr(o.address).i64(n).go(blocks(n), 1, 1, EW, 0);
+        }
+        checked("add", o);
+    }
+
+    @Override
+    public void scale(Buffer x, float s) {
+        CudaBuffer xb = buf(x);
+        device.bind();
+        long n = xb.elems();
+        synchronized (device) {
+            device.kernel("scale_inplace").ptr(xb.address).f32(s).i64(n).go(blocks(n), 1, 1, EW, 0);
+        }
+        checked("scale", xb);
+    }
+
+    /** Index of the largest value of every row (the first on ties), computed on the device. */
+    public int[] argmaxRows(Buffer x) {
+        CudaBuffer xb = buf(x);
+        device.bind();
+        long out = device.scratch("argmax:" + name, 4L * Math.max(1, xb.rows));
+        synchronized (device) {
+            device.kernel("argmax_rows").ptr(xb.address).i32(xb.cols).ptr(out).go(xb.rows, 1, 1, EW, 0);
+        }
+        return device.downloadInts(out, xb.rows);
+    }
+
+    /** Waits for every op issued so far. */
+    public void synchronize() {
+        device.bind();
+        device.sync(name + ": synchronize");
+    }
+
+    // ---- hybrid (Gated-DeltaNet, gated attention) and MoE ops ---------------------------------
+
+    @Override
+    public LinearAttentionState allocateLinearState(int convChannels, int convKernel, int valueHeads, int keyHeadDim, int valueHeadDim) {
+        if (convChannels < 1 || convKernel < 1 || valueHeads < 1 || keyHeadDim < 1 || valueHeadDim < 1) {
+            throw new BackendException("linear-attention state of " + convChannels + " conv channels x kernel " + convKernel + ", " + valueHeads
+                    + " value heads x " + keyHeadDim + " x " + valueHeadDim);
+        }
+        if (convKernel > KernelCatalog.CONV_MAX_KERNEL || keyHeadDim > KernelCatalog.GDN_MAX_KEY_DIM) {
+            throw new BackendException("the CUDA GDN kernels take conv kernels up to " + KernelCatalog.CONV_MAX_KERNEL + " and key heads up to "
+                    + KernelCatalog.GDN_MAX_KEY_DIM + ", got " + convKernel + " and " + keyHeadDim);
+        }
+        device.bind();
+        CudaLinearState s = new CudaLinearState(device, convChannels, convKernel, valueHeads, keyHeadDim, valueHeadDim);
+        allocations.add(s.conv);
+        allocations.add(s.recurrent);
+        return s;
+    }
+
+    @Override
+    public MoeRouting allocateRouting(int capacityTokens, int numExperts, int topK) {
+        if (capacityTokens < 1 || topK < 1 || topK > numExperts) {
+            throw new BackendException("routing of " + capacityTokens + " tokens, top-" + topK + " of " + numExperts + " experts");
+        }
+        device.bind();
+        CudaRouting r = new CudaRouting(device, capacityTokens, numExperts, topK);
+        allocations.add(r.ids);
+        allocations.add(r.weights);
+        return r;
+    }
+
+    @Override
+    public void copyColumns(Buffer src, int firstCol, int blockCols, int strideCols, Buffer dst) {
+        CudaBuffer sb = buf(src), db = buf(dst);
+        int blocks = blockCols < 1 ? 0 : db.cols / blockCols;
+        boolean overlap = sb.address < db.address + db.bytes() && db.address < sb.address + sb.bytes();
+        if (blockCols < 1 || db.cols % blockCols != 0 || sb.rows != db.rows || firstCol < 0 || (blocks > 1 && strideCols < blockCols)
+                || (long) firstCol + (long) (blocks - 1) * strideCols + blockCols > sb.cols || overlap) {
+            throw new BackendException("copyColumns: blocks of " + blockCols + " every " + strideCols + " from column " + firstCol
+                    + " of " + sb + " into " + db);
+        }
+        device.bind();
+        long n = db.elems();
+        synchronized (device) {
+            device.kernel("copy_columns").ptr(sb.address).i32(sb.cols).i32(firstCol).i32(blockCols).i32(strideCols).i32(db.rows).ptr(db.address)
+                    .i32(db.cols).go(blocks(n), 1, 1, EW, 0);
+        }
+        checked("copyColumns", db);
+    }
+
+    @Override
+    public void sigmoidMul(Buffer x, Buffer gate, Buffer out) {
+        CudaBuffer xb = buf(x), g = buf(gate), o = buf(out);
+        sameShape(xb, g);
+        sameShape(xb, o);
+        device.bind();
+        long n = xb.elems();
+        synchronized (device) {
+            device.kernel("sigmoid_mul").ptr(xb.address).ptr(g.address).ptr(o.address).i64(n).go(blocks(n), 1, 1, EW, 0);
+        }
+        checked("sigmoidMul", o);
+    }
+
+    @Override
+    public void l2Norm(Buffer x, int groupElems, float eps, Buffer out) {
+        CudaBuffer xb = buf(x), ob = buf(out);
+        sameShape(xb, ob);
+        if (groupElems < 1 || xb.cols % groupElems != 0) throw new BackendException("l2Norm: groups of " + groupElems + " of " + xb);
+        device.bind();
+        long groups = (long) xb.rows * (xb.cols / groupElems);
+        if (groups == 0) return;
+        synchronized (device) {
+            device.kernel("l2norm").ptr(xb.address).ptr(ob.address).i32(groupElems).f32(eps).go(groups, 1, 1, Math.min(EW, (groupElems + 31) / 32 * 32), 0);
+        }
+        checked("l2Norm", ob);
+    }
+
+    @Override
+    public void causalConv1d(Buffer x, Weight kernel, LinearAttentionState state, int startPos, Buffer out) {
+        CudaBuffer xb = buf(x), ob = buf(out);
+        CudaWeight w = w(kernel);
+        CudaLinearState s = linear(state);
+        sameShape(xb, ob);
+        int k = s.convKernel;
+        if (xb.cols != s.convChannels || w.vector != 0 || w.expertRows != 0 || w.rows != s.convChannels || w.cols != k
+                || (w.type != GgmlType.F32 && w.type != GgmlType.F16)) {
+            throw new BackendException("causalConv1d: " + xb + " with kernel " + w + " (F32 or F16 [channels, K]) against a state of "
+                    + s.convChannels + " channels x kernel " + k);
+        }
+        device.bind();
+        note(w);
+        if (startPos == 0) {
+            if (s.convBytes() > 0) Cuda.check(cuMemsetD32Async(s.conv, 0, s.convBytes() / 4, device.stream), "cuMemsetD32Async", "resetting a conv state");
+        } else if (startPos != s.convTokens) {
+            throw new BackendException("causalConv1d: the conv state holds " + s.convTokens + " tokens, the call continues at position "
+                    + startPos + " (a linear-attention state cannot be rewound; start again at 0)");
+        }
+        synchronized (device) {
+            device.kernel("causal_conv1d").ptr(xb.address).i32(xb.rows).i32(xb.cols).ptr(w.type == GgmlType.F32 ? w.address : 0)
+                    .ptr(w.type == GgmlType.F16 ? w.address : 0).i32(k).ptr(s.conv).ptr(ob.address)
+                    .go((xb.cols + EW - 1) / EW, 1, 1, EW, 0);
+        }
+        s.convTokens = startPos + xb.rows;
+        checked("causalConv1d", ob);
+    }
+
+    @Override
+    public void deltaGates(Buffer alpha, Buffer beta, Weight aLog, Weight dtBias, Buffer decayOut, Buffer betaOut) {
+        CudaBuffer a = buf(alpha), b = buf(beta), d = buf(decayOut), bo = buf(betaOut);
+        CudaWeight al = w(aLog), dt = w(dtBias);
+        sameShape(a, b);
+        sameShape(a, d);
+        sameShape(a, bo);
+        if (al.vector == 0 || dt.vector == 0 || al.cols != a.cols || dt.cols != a.cols) {
+            throw new BackendException("deltaGates: " + a + " with A_log " + al + " and dt_bias " + dt);
+        }
+        device.bind();
+        note(al);
+        long n = a.elems();
+        synchronized (device) {
+            device.kernel("delta_gates").ptr(a.address).ptr(b.address).ptr(al.vector).ptr(dt.vector).ptr(d.address).ptr(bo.address).i32(a.cols)
+                    .i64(n).go(blocks(n), 1, 1, EW, 0);
+        }
+        checked("deltaGates", d);
+        checked("deltaGates", bo);
+    }
+
+    @Override
+    public void gatedDeltaRule(Buffer q, Buffer k, Buffer v, Buffer decay, Buffer beta, float scale, LinearAttentionState state, int startPos,
+                               Buffer out) {
+        CudaBuffer qb = buf(q), kb = buf(k), vb = buf(v), gb = buf(decay), bb = buf(beta), ob = buf(out);
+        CudaLinearState s = linear(state);
+        int n = qb.rows, dk = s.keyHeadDim, dv = s.valueHeadDim, hv = s.valueHeads;
+        sameShape(qb, kb);
+        sameShape(vb, ob);
+        sameShape(gb, bb);
+        int hk = qb.cols / dk;
+        if (qb.cols % dk != 0 || hk < 1 || hv % hk != 0 || vb.cols != hv * dv || gb.cols != hv || vb.rows != n || gb.rows != n) {
+            throw new BackendException("gatedDeltaRule: q " + qb + ", k " + kb + ", v " + vb + ", decay " + gb + " against a state of "
+                    + hv + " value heads x " + dk + " x " + dv);
+        }
+        for (CudaBuffer in : new CudaBuffer[] {qb, kb, vb}) {
+            if (in.address < ob.address + ob.bytes() && ob.address < in.address + in.bytes()) {
+                throw new BackendException("gatedDeltaRule: out " + ob + " shares storage with q, k or v");
+            }
+        }
+        device.bind();
+        if (startPos == 0) {
+            Cuda.check(cuMemsetD32Async(s.recurrent, 0, s.recurrentBytes() / 4, device.stream), "cuMemsetD32Async", "resetting a GDN state");
+        } else if (startPos != s.recurrentTokens) {
+            throw new BackendException("gatedDeltaRule: the state holds " + s.recurrentTokens + " tokens, the call continues at position "
+                    + startPos + " (a linear-attention state cannot be rewound; start again at 0)");
+        }
+        if (n > 0) {
+            int threads = Math.min(EW / 2, (dv + 31) / 32 * 32);
+            synchronized (device) {
+                device.kernel("gated_delta_rule").ptr(qb.address).ptr(kb.address).ptr(vb.address).ptr(gb.address).ptr(bb.address).i32(n).i32(hk)
+                        .i32(hv).i32(dk).i32(dv).f32(scale).ptr(s.recurrent).ptr(ob.address).go(hv, 1, 1, threads, 0);
+            }
+        }
+        s.recurrentTokens = startPos + n;
+        checked("gatedDeltaRule", ob);
+    }
+
+    @Override
+    public void rmsNormGated(Buffer x, Buffer z, Weight w, float eps, Buffer out) {
+        CudaBuffer xb = buf(x), zb = buf(z), ob = buf(out);
+        CudaWeight wt = w(w);
+        sameShape(xb, zb);
+        sameShape(xb, ob);
+        if (wt.vector == 0 || xb.cols % wt.cols != 0) throw new BackendException("rmsNormGated: " + wt + " over " + xb);
+        device.bind();
+        note(wt);
+        int g = (int) wt.cols;
+        long groups = (long) xb.rows * (xb.cols / g);
+        if (groups == 0) return;
+        synchronized (device) {
+            device.kernel("rmsnorm_gated").ptr(xb.address).ptr(zb.address).ptr(wt.vector).ptr(ob.address).i32(g).f32(eps)
+                    .go(groups, 1, 1, Math.min(EW, (g + 31) / 32 * 32), 0);
+        }
+        checked("rmsNormGated", ob);
+    }
+
+    @Override
+    public void route(Buffer routerLogits, boolean normalizeTopK, MoeRouting routing) {
+        CudaBuffer lb = buf(routerLogits);
+        CudaRouting r = routing(routing);
+        if (lb.cols != r.numExperts || lb.rows > r.capacity) {
+            throw new BackendException("route: " + lb + " into a routing of " + r.capacity + " tokens x " + r.numExperts + " experts");
+        }
+        device.bind();
+        if (lb.rows > 0) {
+            synchronized (device) {
+                device.kernel("moe_route").ptr(lb.address).i32(lb.rows).i32(lb.cols).i32(r.topK).i32(normalizeTopK ? 1 : 0).ptr(r.ids).ptr(r.weights)
+                        .go((lb.rows + 63) / 64, 1, 1, 64, 0);
+            }
+        }
+        r.tokens = lb.rows;
+    }
+
+    @Override
+    public void expertMatmul(Buffer x, Weight experts, MoeRouting routing, Buffer out) {
+        CudaBuffer xb = buf(x), ob = buf(out);
+        CudaWeight w = w(experts);
+        CudaRouting r = routing(routing);
+        int n = r.tokens, slots = n * r.topK;
+        boolean perSlot = xb.rows == slots;
+        if (w.expertRows == 0 || w.rows / w.expertRows != r.numExperts || xb.cols != w.cols || ob.cols != w.expertRows || ob.rows != slots
+                || (xb.rows != n && !perSlot) || w.isW4A16()) {
+            throw new BackendException("expertMatmul: " + xb + " @ " + w + "^T into " + ob + " for " + n + " tokens x top-" + r.topK + " of "
+                    + r.numExperts + " experts");
+        }
+        if (slots == 0) return;
+        device.bind();
+        note(w);
+        int warps = KernelCatalog.GEMV_THREADS / 32;
+        synchronized (device) {
+            w.params(device.kernel("expert_gemv_" + w.kernelSuffix)).ptr(xb.address).i32(perSlot ? 1 : 0).i32(r.topK).ptr(r.ids)
+                    .i32((int) w.expertRows).ptr(ob.address).go((w.expertRows + warps - 1) / warps, slots, 1, KernelCatalog.GEMV_THREADS, 0);
+        }
+        checked("expertMatmul " + w.name, ob);
+    }
+
+    @Override
+    public void combineExperts(Buffer expertOut, MoeRouting routing, Buffer out) {
+        CudaBuffer eb = buf(expertOut), ob = buf(out);
+        CudaRouting r = routing(routing);
+        if (eb.rows != r.tokens * r.topK || ob.rows != r.tokens || ob.cols != eb.cols) {
+            throw new BackendException("combineExperts: " + eb + " into " + ob + " for " + r.tokens + " tokens x top-" + r.topK);
+        }
+        device.bind();
+        long n = (long) r.tokens * eb.cols;
+        if (n == 0) return;
+        synchronized (device) {
+            device.kernel("moe_combine").ptr(eb.address).ptr(r.weights).i32(r.tokens).i32(r.topK).i32(eb.cols).ptr(ob.address).go(blocks(n), 1, 1, EW, 0);
+        }
+        checked("combineExperts", ob);
+    }
+
+    @Override
+    public void sigmoidGateRows(Buffer x, Weight gate, Buffer y) {
+        CudaBuffer xb = buf(x), yb = buf(y);
+        CudaWeight g = w(gate);
+        if (g.vector == 0 || g.cols != xb.cols || xb.rows != yb.rows) throw new BackendException("sigmoidGateRows: " + xb + " . " + g + " scaling " + yb);
+        device.bind();
+        note(g);
+        if (xb.rows == 0) return;
+        synchronized (device) {
+            device.kernel("sigmoid_gate_rows").ptr(xb.address).ptr(g.vector).i32(xb.cols).ptr(yb.address).i32(yb.cols).go(xb.rows, 1, 1, EW, 0);
+        }
+        checked("sigmoidGateRows", yb);
+    }
+
+    private static CudaLinearState linear(LinearAttentionState s) {
+        if (s instanceof CudaLinearState c) return c;
+        throw new BackendException(s + " is not a CUDA linear-attention state");
+    }
+
+    private static CudaRouting routing(MoeRouting r) {
+        if (r instanceof CudaRouting c) return c;
+        throw new BackendException(r + " is not a CUDA routing");
+    }
+
+    // ---- debug check --------------------------------------------------------------------------
+
+    /** With v100.cuda.checkNonFinite: fails naming the op and layer when out holds NaN/Inf or saturated values. */
+    private void checked(String op, CudaBuffer out) {
+        if (!checkNonFinite) return;
+        long counts = device.scratch("nonfinite", 8);
+        Cuda.check(cuMemsetD32Async(counts, 0, 2, device.stream), "cuMemsetD32Async");
+        long n = out.elems();
+        synchronized (device) {
+            device.kernel("check_nonfinite").ptr(out.address).i64(n).ptr(counts).go(Math.min(blocks(n), 1024), 1, 1, EW, 0);
+        }
+        int[] c = device.downloadInts(counts, 2);
+        if (c[0] != 0 || c[1] != 0) {
+            throw new BackendException(String.format(Locale.ROOT, "%s: %s wrote %d NaN/Inf and %d saturated (+-65504) values into %s (layer %d, last weight %s)",
+                    name, op, c[0], c[1], out, lastLayer, lastWeight));
+        }
+    }
+
+    private void note(CudaWeight w) {
+        lastWeight = w.name;
+        if (w.layer >= 0 || w.name.startsWith("output") || w.name.startsWith("token_embd")) lastLayer = w.layer;
+    }
+
+    private static long blocks(long n) {
+        return Math.max(1, Math.min((n + EW - 1) / EW, MAX_EW_BLOCKS));
+    }
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        device.bind();
+        device.sync(name + ": closing");
+        for (CudaKvCache c : caches) c.close();
+        caches.clear();
+        for (long a : allocations) device.free(a);
+        allocations.clear();
+        one.close();
+        zero.close();
+        device.close();
+    }
+
+    private CudaBuffer buf(Buffer b) {
+        if (b instanceof CudaBuffer c && c.owner.device == device) return c;
+        throw new BackendException(b + " is not a buffer of " + name);
+    }
+
+    private static CudaWeight w(Weight w) {
+        if (w instanceof CudaWeight c) return c;
+        throw new BackendException(w.name() + " is not a CUDA weight");
+    }
+
+    private static void sameShape(CudaBuffer a, CudaBuffer b) {
+        if (a.rows != b.rows || a.cols != b.cols) throw new BackendException("shape mismatch: " + a + " vs " + b);
+    }
+
+    @Override
+    public String toString() {
+        return name + " on " + device.name;
+    }
+}

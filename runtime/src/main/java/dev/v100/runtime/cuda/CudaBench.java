@@ -1,0 +1,148 @@
+package dev.v100.runtime.cuda;
+
+import dev.v100.formats.bundle.Bundle;
+import dev.v100.formats.bundle.BundleManifest;
+import dev.v100.formats.bundle.ModelConfig;
+import dev.v100.runtime.model.DecoderModel;
+import dev.v100.runtime.model.ModelOptions;
+
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+/**
+ * {@code v100-run bench BUNDLE --backend cuda}: cold start to the first token, the load rate next to
+ * the pinned-copy rate of the same machine, prefill at 512 and 4096 tokens, decode at batch 1, and
+ * the roofline ratio: bytes one decode step must read (every weight but the embedding table, plus
+ * the KV cache up to the position) times steps per second, over the device-copy bandwidth measured
+ * in the same run. Random token ids; the GEMM choices GemmPolicy measured are printed too.
+ */
+public final class CudaBench {
+    static final int[] PREFILL_LENGTHS = {512, 4096};
+    static final int FIRST_TOKEN_PROMPT = 16;
+    static final int TIMED_PREFILL_RUNS = 3;
+    static final int DECODE_WARMUP_STEPS = 8;
+    static final long PINNED_COPY_BYTES = 256L << 20;
+
+    private CudaBench() {}
+
+    public static int run(Path bundlePath, ModelOptions requested, CudaOptions cuda, int decodeTokens, PrintWriter out) {
+        long t0 = System.nanoTime();
+        long jvmStartMs = ProcessHandle.current().info().startInstant().map(java.time.Instant::toEpochMilli).orElse(System.currentTimeMillis());
+        BundleManifest manifest;
+        try (Bundle b = Bundle.open(bundlePath)) {
+            manifest = b.manifest();
+        }
+        ModelConfig c = manifest.config();
+        int steps = Math.max(decodeTokens, 32);
+        int needed = PREFILL_LENGTHS[PREFILL_LENGTHS.length - 1] + 8;
+        int context = Math.min(c.maxPositionEmbeddings(), Math.max(requested.contextTokens() == 0 ? needed : requested.contextTokens(), needed));
+        ModelOptions opts = requested.withContextTokens(context);
+        Map<String, String> table = new LinkedHashMap<>();
+        CudaModels.Loaded loaded = CudaModels.open(bundlePath, opts, cuda);
+        try (DecoderModel m = loaded.model()) {
+            double loadS = (System.nanoTime() - t0) / 1e9;
+            SplittableRandom rnd = new SplittableRandom(7);
+            int[] first = randomTokens(rnd, FIRST_TOKEN_PROMPT, m.vocabSize());
+            float[] logits = m.forward(first, 0, false);
+            int next = argmax(logits);
+            double firstTokenS = (System.nanoTime() - t0) / 1e9;
+            double jvmToFirst = (System.currentTimeMillis() - jvmStartMs) / 1e3;
+            CudaDevice d = loaded.device();
+            out.printf(Locale.ROOT, "device: %s%n", d.description());
+            out.printf(Locale.ROOT, "model: %s, %d layers, hidden %d, vocab %d, tp %d x pp %d, %.2f GB of weights; context %d, prefill chunk %d%n",
+                    c.architecture(), c.numLayers(), c.hiddenSize(), c.vocabSize(), m.tp(), m.pp(), loaded.uploadBytes() / 1e9, context, m.chunkTokens());
+            table.put("cold start to first token", String.format(Locale.ROOT, "%.2f s (JVM start to first token %.2f s; load %.2f s)", firstTokenS, jvmToFirst, loadS));
+
+            double pinned = RankUpload.pinnedCopyGbPerSecond(d, PINNED_COPY_BYTES, 8);
+            long[] mem = d.memInfo();
+            long copyBytes = Math.max(16L << 20, Math.min(1L << 30, mem[0] / 8));
+            double deviceBw = RankUpload.deviceCopyGbPerSecond(d, copyBytes, 10);
+            table.put("load (file -> GPU)", String.format(Locale.ROOT, "%.2f GB/s (%.2f GB in %.2f s); pinned copy %.2f GB/s", loaded.uploadGbPerSecond(),
+                    loaded.uploadBytes() / 1e9, loaded.uploadSeconds(), pinned));
+            table.put("device copy bandwidth", String.format(Locale.ROOT, "%.0f GB/s (read + write, %d MiB buffers)", deviceBw, copyBytes >> 20));
+
+            for (int len : PREFILL_LENGTHS) {
+                String key = "prefill " + len + " tokens";
+                if (len + 8 > context) {
+                    table.put(key, "skipped: context " + context + " (the model's maximum is " + c.maxPositionEmbeddings() + ")");
+                    continue;
+                }
+                int[] prompt = randomTokens(rnd, len, m.vocabSize());
+                m.forward(prompt, 0, false);   // warm-up; also lets GemmPolicy measure its choices
+                double[] runs = new double[TIMED_PREFILL_RUNS];
+                for (int r = 0; r < runs.length; r++) {
+                    long p0 = System.nanoTime();
+                    m.forward(prompt, 0, false);
+                    runs[r] = (System.nanoTime() - p0) / 1e9;
+                }
+                Arrays.sort(runs);
+                double s = runs[runs.length / 2];
+                table.put(key, String.format(Locale.ROOT, "%.0f tok/s (%.3f s, median of %d)", len / s, s, runs.length));
+            }
+
+            int start = Math.max(1, Math.min(512, context - steps - DECODE_WARMUP_STEPS - 1));
+            m.forward(randomTokens(rnd, start, m.vocabSize()), 0, false);
+            int pos = start;
+            for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = argmax(m.forward(new int[] {next}, pos++, false));
+            int decodeStart = pos;
+            long d0 = System.nanoTime();
+            for (int i = 0; i < steps; i++) next = argmax(m.forward(new int[] {next}, pos++, false));
+            double decodeS = (System.nanoTime() - d0) / 1e9;
+            double stepsPerS = steps / decodeS;
+            table.put("decode batch 1", String.format(Locale.ROOT, "%.2f tok/s (%.2f ms/token, positions %d..%d)", stepsPerS, 1000 * decodeS / steps,
+                    decodeStart, pos - 1));
+            table.put("decode batch 8", "not measured: the engine decodes one sequence at a time (no batching yet)");
+            double meanPos = (decodeStart + pos) / 2.0;
+            long weightBytes = decodeWeightBytes(manifest);
+            double kvBytes = kvBytesPerPosition(manifest) * meanPos;
+            double bytesPerStep = weightBytes + kvBytes;
+            double achieved = bytesPerStep * stepsPerS / 1e9;
+            table.put("roofline ratio", String.format(Locale.ROOT, "%.2f (%.2f GB per step = %.2f GB weights + %.3f GB KV; %.0f GB/s of %.0f GB/s)",
+                    achieved / deviceBw, bytesPerStep / 1e9, weightBytes / 1e9, kvBytes / 1e9, achieved, deviceBw));
+            List<String> gemms = loaded.gemmDecisions();
+            if (!gemms.isEmpty()) {
+                out.println("GEMM choices (measured on this GPU, kernel vs cuBLAS GemmEx):");
+                for (String g : gemms) out.println("  " + g);
+            }
+            out.println();
+            out.println("| metric | value |");
+            out.println("|---|---|");
+            for (Map.Entry<String, String> e : table.entrySet()) out.println("| " + e.getKey() + " | " + e.getValue() + " |");
+            out.flush();
+        }
+        return 0;
+    }
+
+    /** Bytes of every stored tensor of every rank but the embedding table (a decode step reads one row of it). */
+    static long decodeWeightBytes(BundleManifest m) {
+        long sum = 0;
+        for (BundleManifest.Rank r : m.ranks()) for (BundleManifest.Tensor t : r.tensors()) if (!t.name().equals("token_embd.weight")) sum += t.bytes();
+        return sum;
+    }
+
+    /** Bytes of K and V one decode step reads per cached position, over all ranks (fp16). */
+    static double kvBytesPerPosition(BundleManifest m) {
+        ModelConfig c = m.config();
+        int tp = m.parallel().tp();
+        int kvPerRank = Math.max(1, c.numKvHeads() / tp);
+        return 2.0 * 2 * c.numLayers() * (double) kvPerRank * tp * c.headDim();
+    }
+
+    static int[] randomTokens(SplittableRandom rnd, int n, int vocab) {
+        int[] t = new int[n];
+        for (int i = 0; i < n; i++) t[i] = rnd.nextInt(vocab);
+        return t;
+    }
+
+    static int argmax(float[] l) {
+        int best = 0;
+        for (int i = 1; i < l.length; i++) if (l[i] > l[best]) best = i;
+        return best;
+    }
+}

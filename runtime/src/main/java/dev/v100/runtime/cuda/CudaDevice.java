@@ -1,0 +1,425 @@
+package dev.v100.runtime.cuda;
+
+import dev.v100.kernels.cuda.KernelCatalog;
+import dev.v100.kernels.cuda.KernelManifest;
+import org.bytedeco.cuda.cublas.cublasContext;
+import org.bytedeco.cuda.cudart.CUctx_st;
+import org.bytedeco.cuda.cudart.CUevent_st;
+import org.bytedeco.cuda.cudart.CUfunc_st;
+import org.bytedeco.cuda.cudart.CUmod_st;
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.IntPointer;
+import org.bytedeco.javacpp.Loader;
+import org.bytedeco.javacpp.PointerPointer;
+import org.bytedeco.javacpp.SizeTPointer;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+import static org.bytedeco.cuda.global.cublas.*;
+import static org.bytedeco.cuda.global.cudart.*;
+
+/**
+ * One GPU as the backend uses it: the primary context, one stream, the kernel modules (the build's
+ * sm_70 cubins on compute capability 7.x, its compute_70 PTX elsewhere, compiled by the driver), the
+ * pinned staging memory, the KV page pool and grow-only scratch buffers. Shared by the backends of the
+ * ranks that run on it; closed when the last of them closes. Every driver call goes through a thread
+ * that has bound the context ({@link #bind}); ops are issued from one thread at a time.
+ */
+public final class CudaDevice implements AutoCloseable {
+    /** Bytes kept free for workspace and scratch when the KV pool is sized from the memory fraction. */
+    static final long KV_POOL_RESERVE_BYTES = 768L << 20;
+    /** Pinned ring for small uploads (token ids, host-written activations), bytes. */
+    static final long UPLOAD_RING_BYTES = 4L << 20;
+
+    private static final ThreadLocal<CUctx_st> BOUND = new ThreadLocal<>();
+
+    final int ordinal;
+    private final int cuDevice;
+    final String name;
+    final int ccMajor;
+    final int ccMinor;
+    final int multiprocessors;
+    final long totalBytes;
+    final CudaOptions options;
+    final boolean cubin;
+    private final CUctx_st ctx;
+    final CUstream_st stream;
+    private final Arena arena = Arena.ofShared();
+    final Launch launch;
+    private final Map<String, CUfunc_st> functions = new HashMap<>();
+    private final List<CUmod_st> modules = new ArrayList<>();
+    private final Map<String, long[]> scratch = new HashMap<>();   // name -> {address, bytes}
+    final PinnedRing uploads;
+    private PinnedBuffer readBuffer;
+    private cublasContext cublas;
+    private KvPagePool kvPool;
+    private int users;
+    private boolean closed;
+    final double moduleLoadSeconds;
+
+    private CudaDevice(int ordinal, CudaOptions options) {
+        this.ordinal = ordinal;
+        this.options = options;
+        try {
+            Loader.load(org.bytedeco.cuda.global.cudart.class);
+        } catch (UnsatisfiedLinkError | NoClassDefFoundError e) {
+            Throwable root = e;
+            while (root.getCause() != null) root = root.getCause();
+            throw new CudaUnavailableException("the CUDA backend cannot start on this machine: no usable NVIDIA driver / CUDA runtime ("
+                    + root.getMessage() + "); use --backend cpu", e);
+        }
+        int rc = cuInit(0);
+        if (rc == 100) throw new CudaUnavailableException("the CUDA backend cannot start on this machine: the driver sees no GPU (CUDA_ERROR_NO_DEVICE)");
+        Cuda.check(rc, "cuInit", "initializing the CUDA driver");
+        int[] count = new int[1];
+        Cuda.check(cuDeviceGetCount(count), "cuDeviceGetCount");
+        if (ordinal >= count[0]) {
+            throw new CudaUnavailableException("the CUDA backend cannot start: device " + ordinal + " requested, this machine has " + count[0] + " GPU(s)");
+        }
+        int[] dev = new int[1];
+        Cuda.check(cuDeviceGet(dev, ordinal), "cuDeviceGet");
+        this.cuDevice = dev[0];
+        byte[] nm = new byte[256];
+        Cuda.check(cuDeviceGetName(nm, nm.length, dev[0]), "cuDeviceGetName");
+        int len = 0;
+        while (len < nm.length && nm[len] != 0) len++;
+        this.name = new String(nm, 0, len, java.nio.charset.StandardCharsets.US_ASCII);
+        this.ccMajor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev[0]);
+        this.ccMinor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev[0]);
+        this.multiprocessors = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev[0]);
+        if (ccMajor < 7) {
+            throw new CudaUnavailableException(name + " has compute capability " + ccMajor + "." + ccMinor
+                    + "; the CUDA kernels need 7.0 (V100) or newer (fp16 tensor cores)");
+        }
+        SizeTPointer total = new SizeTPointer(1);
+        Cuda.check(cuDeviceTotalMem(total, dev[0]), "cuDeviceTotalMem");
+        this.totalBytes = total.get();
+        this.ctx = new CUctx_st();
+        Cuda.check(cuDevicePrimaryCtxRetain(ctx, dev[0]), "cuDevicePrimaryCtxRetain");
+        bind();
+        // cuBLAS works through the runtime API, which uses the current device's primary context: the same one
+        Cuda.check(cudaSetDevice(ordinal), "cudaSetDevice");
+        this.stream = new CUstream_st();
+        Cuda.check(cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+        this.launch = new Launch(arena, stream);
+        String image = System.getProperty("v100.cuda.image", "auto");
+        this.cubin = image.equals("cubin") || (image.equals("auto") && ccMajor == 7);
+        long t0 = System.nanoTime();
+        loadModules();
+        this.moduleLoadSeconds = (System.nanoTime() - t0) / 1e9;
+        this.uploads = new PinnedRing(this, UPLOAD_RING_BYTES);
+    }
+
+    /** Opens device {@code options.device()}; fails with a {@link CudaException} saying why when there is no usable GPU. */
+    public static CudaDevice open(CudaOptions options) {
+        CudaDevice d = new CudaDevice(options.device(), options);
+        d.users = 1;
+        return d;
+    }
+
+    private static int attribute(int attr, int dev) {
+        int[] v = new int[1];
+        Cuda.check(cuDeviceGetAttribute(v, attr, dev), "cuDeviceGetAttribute", "attribute " + attr);
+        return v[0];
+    }
+
+    private void loadModules() {
+        KernelManifest manifest;
+        try {
+            manifest = KernelManifest.load();
+        } catch (IllegalStateException e) {
+            throw new CudaException(e.getMessage(), e);
+        }
+        String suffix = cubin ? "." + manifest.cubinArch() + ".cubin" : ".ptx";
+        for (String module : manifest.modules()) {
+            byte[] bytes = KernelManifest.resource(module + suffix);
+            BytePointer imageBytes = new BytePointer(bytes.length + 1L);
+            imageBytes.put(bytes, 0, bytes.length);
+            imageBytes.put(bytes.length, (byte) 0);   // PTX is a NUL-terminated string
+            CUmod_st mod = new CUmod_st();
+            BytePointer log = new BytePointer(16384);
+            IntPointer opts = new IntPointer(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
+            PointerPointer<?> vals = new PointerPointer<>(2);
+            vals.put(0, log);
+            vals.put(1, Cuda.at(16384));
+            int rc = cuModuleLoadDataEx(mod, imageBytes, 2, opts, vals);
+            if (rc != 0) {
+                String jit = log.getString().trim();
+                Cuda.check(rc, "cuModuleLoadDataEx", "loading kernel module " + module + suffix + " on " + name + " (sm_" + ccMajor + ccMinor
+                        + ")" + (jit.isEmpty() ? "" : "; JIT log: " + jit));
+            }
+            modules.add(mod);
+            for (KernelManifest.Entry e : manifest.entries()) {
+                if (!e.module().equals(module)) continue;
+                CUfunc_st f = new CUfunc_st();
+                Cuda.check(cuModuleGetFunction(f, mod, e.name()), "cuModuleGetFunction", "kernel " + e.name() + " of " + module);
+                int dyn = KernelCatalog.get(e.name()).maxDynamicSmemBytes();
+                if (dyn > KernelCatalog.SMEM_DEFAULT_LIMIT_BYTES - e.staticSmemBytes()) {
+                    Cuda.check(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn), "cuFuncSetAttribute",
+                            "allowing " + e.name() + " " + dyn + " bytes of dynamic shared memory");
+                }
+                functions.put(e.name(), f);
+            }
+        }
+    }
+
+    /** Makes this device's context current on the calling thread (once per thread). */
+    void bind() {
+        if (BOUND.get() != ctx) {
+            Cuda.check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+            BOUND.set(ctx);
+        }
+    }
+
+    /** Starts a launch of the named kernel (see {@link KernelCatalog}); hold the device lock until {@link Launch#go}. */
+    Launch kernel(String kernel) {
+        CUfunc_st f = functions.get(kernel);
+        if (f == null) throw new CudaException("cuModuleGetFunction", -1, "kernel " + kernel + " is not in the loaded modules");
+        return launch.begin(f, kernel);
+    }
+
+    String description() {
+        return String.format(Locale.ROOT, "%s (sm_%d%d, %d SMs, %.1f GiB), kernels from %s", name, ccMajor, ccMinor, multiprocessors,
+                totalBytes / (double) (1L << 30), cubin ? "sm_70 cubins" : "compute_70 PTX (driver JIT)");
+    }
+
+    long malloc(long bytes, String what) {
+        bind();
+        long[] p = new long[1];
+        int rc = cuMemAlloc(p, Math.max(bytes, 1));
+        if (rc != 0) {
+            long[] fm = memInfo();
+            Cuda.check(rc, "cuMemAlloc", "allocating " + bytes + " bytes for " + what + " (" + fm[0] + " of " + fm[1] + " bytes free)");
+        }
+        return p[0];
+    }
+
+    void free(long address) {
+        if (address != 0 && !closed) {
+            bind();
+            cuMemFree(address);
+        }
+    }
+
+    /** {free, total} bytes of device memory. */
+    long[] memInfo() {
+        bind();
+        SizeTPointer free = new SizeTPointer(1), total = new SizeTPointer(1);
+        Cuda.check(cuMemGetInfo(free, total), "cuMemGetInfo");
+        return new long[] {free.get(), total.get()};
+    }
+
+    void sync(String what) {
+        Cuda.check(cuStreamSynchronize(stream), "cuStreamSynchronize", what);
+    }
+
+    /** A grow-only device scratch buffer of at least {@code bytes} (contents undefined). */
+    long scratch(String key, long bytes) {
+        long[] s = scratch.get(key);
+        if (s != null && s[1] >= bytes) return s[0];
+        if (s != null) {
+            sync("growing scratch " + key);
+            free(s[0]);
+        }
+        long size = Math.max(bytes, s == null ? 0 : s[1] * 2);
+        long a = malloc(size, "scratch " + key);
+        scratch.put(key, new long[] {a, size});
+        return a;
+    }
+
+    /** Copies device bytes to a host segment and waits (the stream drains first). */
+    void download(long src, MemorySegment dst, long bytes) {
+        if (readBuffer == null || readBuffer.bytes < bytes) {
+            if (readBuffer != null) readBuffer.close();
+            readBuffer = new PinnedBuffer(this, Math.max(bytes, 1L << 20), "read-back");
+        }
+        Cuda.check(cuMemcpyDtoHAsync(readBuffer.pointer(), src, bytes, stream), "cuMemcpyDtoHAsync", "reading back " + bytes + " bytes");
+        sync("reading back " + bytes + " bytes");
+        MemorySegment.copy(readBuffer.segment, 0, dst, 0, bytes);
+    }
+
+    cublasContext cublas() {
+        if (cublas == null) {
+            try {
+                Loader.load(org.bytedeco.cuda.global.cublas.class);
+            } catch (UnsatisfiedLinkError | NoClassDefFoundError e) {
+                throw new CudaException("cuBLAS is not available (" + e.getMessage() + ")", e);
+            }
+            cublasContext h = new cublasContext();
+            Cuda.checkCublas(cublasCreate_v2(h), "cublasCreate_v2", "creating the cuBLAS handle");
+            Cuda.checkCublas(cublasSetStream_v2(h, stream), "cublasSetStream_v2", null);
+            cublas = h;
+        }
+        return cublas;
+    }
+
+    /**
+     * The KV page pool, created at the first request: kvPoolBytes if given, else what the memory
+     * fraction leaves after what is allocated now (the weights) and a workspace reserve.
+     */
+    KvPagePool kvPool(long pageBytes) {
+        if (kvPool != null) {
+            if (pageBytes > kvPool.pageBytes) {
+                throw new CudaException("cuMemAlloc", -1, "a KV cache needs pages of " + pageBytes + " bytes, the pool on " + name
+                        + " was made with pages of " + kvPool.pageBytes + " for the first model's geometry");
+            }
+            return kvPool;
+        }
+        long bytes = options.kvPoolBytes();
+        long[] fm = memInfo();
+        if (bytes == 0) {
+            long used = fm[1] - fm[0];
+            bytes = (long) (options.gpuMemoryFraction() * fm[1]) - used - KV_POOL_RESERVE_BYTES;
+            bytes = Math.min(bytes, fm[0] - KV_POOL_RESERVE_BYTES);
+        }
+        long pages = bytes / pageBytes;
+        if (pages < 1) {
+            throw new CudaException("cuMemAlloc", -1, String.format(Locale.ROOT,
+                    "no room for a KV cache on %s: %.2f of %.2f GiB free, --gpu-memory %.2f leaves %d bytes for pages of %d bytes; "
+                            + "raise --gpu-memory or use a smaller model", name, fm[0] / 1073741824.0, fm[1] / 1073741824.0,
+                    options.gpuMemoryFraction(), bytes, pageBytes));
+        }
+        pages = Math.min(pages, Integer.MAX_VALUE);
+        long base = malloc(pages * pageBytes, "the KV page pool (" + pages + " pages of " + pageBytes + " bytes)");
+        kvPool = new KvPagePool(base, pageBytes, (int) pages);
+        options.report(String.format(Locale.ROOT, "KV cache: %d pages of %d tokens (%.2f GiB) on %s", pages, KernelCatalog.KV_PAGE_TOKENS,
+                pages * pageBytes / 1073741824.0, name));
+        return kvPool;
+    }
+
+    /** Elapsed milliseconds of the stream work issued by {@code work}, measured with events. */
+    float timeMs(Runnable work) {
+        CUevent_st a = new CUevent_st(), b = new CUevent_st();
+        Cuda.check(cuEventCreate(a, CU_EVENT_DEFAULT), "cuEventCreate");
+        Cuda.check(cuEventCreate(b, CU_EVENT_DEFAULT), "cuEventCreate");
+        try {
+            Cuda.check(cuEventRecord(a, stream), "cuEventRecord");
+            work.run();
+            Cuda.check(cuEventRecord(b, stream), "cuEventRecord");
+            Cuda.check(cuEventSynchronize(b), "cuEventSynchronize");
+            float[] ms = new float[1];
+            Cuda.check(cuEventElapsedTime(ms, a, b), "cuEventElapsedTime");
+            return ms[0];
+        } finally {
+            cuEventDestroy(a);
+            cuEventDestroy(b);
+        }
+    }
+
+    MemorySegment nativeSegment(long bytes) {
+        return arena.allocate(bytes, 64);
+    }
+
+    synchronized void retain() {
+        if (closed) throw new IllegalStateException("CUDA device " + name + " is closed");
+        users++;
+    }
+
+    /** Releases one user; the last one frees everything. */
+    @Override
+    public synchronized void close() {
+        if (closed || --users > 0) return;
+        bind();
+        cuStreamSynchronize(stream);
+        for (long[] s : scratch.values()) cuMemFree(s[0]);
+        scratch.clear();
+        if (kvPool != null) cuMemFree(kvPool.base);
+        uploads.close();
+        if (readBuffer != null) readBuffer.close();
+        if (cublas != null) cublasDestroy_v2(cublas);
+        for (CUmod_st m : modules) cuModuleUnload(m);
+        cuStreamDestroy(stream);
+        cuDevicePrimaryCtxRelease(cuDevice);
+        BOUND.remove();
+        closed = true;
+        arena.close();
+    }
+
+    /** A page-locked host buffer (cuMemAllocHost), for DMA at full PCIe speed. */
+    static final class PinnedBuffer implements AutoCloseable {
+        final CudaDevice device;
+        final long address;
+        final long bytes;
+        final MemorySegment segment;
+
+        PinnedBuffer(CudaDevice device, long bytes, String what) {
+            this.device = device;
+            this.bytes = bytes;
+            device.bind();
+            PointerPointer<?> pp = new PointerPointer<>(1);
+            Cuda.check(cuMemAllocHost(pp, bytes), "cuMemAllocHost", "pinning " + bytes + " host bytes for " + what);
+            this.address = pp.get(0).address();
+            this.segment = MemorySegment.ofAddress(address).reinterpret(bytes);
+        }
+
+        org.bytedeco.javacpp.Pointer pointer() {
+            return Cuda.at(address);
+        }
+
+        org.bytedeco.javacpp.Pointer pointer(long offset) {
+            return Cuda.at(address + offset);
+        }
+
+        @Override
+        public void close() {
+            device.bind();
+            cuMemFreeHost(pointer());
+        }
+    }
+
+    /**
+     * Small host-to-device uploads through a pinned ring: each upload takes the next slice and is
+     * copied asynchronously on the stream; before the ring wraps, the stream is drained so that no
+     * pending copy still reads a slice being overwritten.
+     */
+    static final class PinnedRing implements AutoCloseable {
+        private final CudaDevice device;
+        private final PinnedBuffer buf;
+        private long head;
+
+        PinnedRing(CudaDevice device, long bytes) {
+            this.device = device;
+            this.buf = new PinnedBuffer(device, bytes, "uploads");
+        }
+
+        /** Copies src (any segment) to device address dst, asynchronously in stream order. */
+        void upload(MemorySegment src, long dst, String what) {
+            long size = src.byteSize(), done = 0, piece = buf.bytes / 2;
+            while (done < size) {
+                long n = Math.min(piece, size - done);
+                if (head + n > buf.bytes) {
+                    device.sync("recycling the upload ring");
+                    head = 0;
+                }
+                MemorySegment.copy(src, done, buf.segment, head, n);
+                Cuda.check(cuMemcpyHtoDAsync(dst + done, buf.pointer(head), n, device.stream), "cuMemcpyHtoDAsync", what);
+                head = (head + n + 255) & ~255L;
+                done += n;
+            }
+        }
+
+        void uploadInts(int[] values, long dst, String what) {
+            upload(MemorySegment.ofArray(values), dst, what);
+        }
+
+        @Override
+        public void close() {
+            buf.close();
+        }
+    }
+
+    /** Reads an int array back (synchronously). */
+    int[] downloadInts(long src, int n) {
+        MemorySegment seg = MemorySegment.ofArray(new int[n]);
+        download(src, seg, 4L * n);
+        return seg.toArray(ValueLayout.JAVA_INT);
+    }
+}

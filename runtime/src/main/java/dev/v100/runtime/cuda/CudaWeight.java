@@ -1,0 +1,101 @@
+package dev.v100.runtime.cuda;
+
+import dev.v100.formats.ggml.GgmlType;
+import dev.v100.runtime.backend.Weight;
+
+import java.util.Arrays;
+
+/**
+ * A weight in device memory, in its stored type and layout. Matrices are used in place (inside the
+ * rank's one weight allocation at their file offset); 1-D tensors (norm weights, biases) are also
+ * kept decoded as fp32 ({@code vector}) for the element-wise kernels.
+ */
+final class CudaWeight implements Weight {
+    final String name;
+    final GgmlType type;          // null for W4A16
+    final String kernelSuffix;    // gemv_<suffix>, gemm_<suffix>, ...: f16, q4_K, w4a16
+    final long[] shape;
+    final long rows;              // R (all leading dims)
+    final long cols;              // K
+    final long address;           // stored bytes, row 0
+    final long rowBytes;
+    final long storedBytes;
+    // W4A16 only: [rows, groups] fp16 scales and uint8 zeros, groups per row, log2(group size)
+    final long scales;
+    final long zeros;
+    final int groups;
+    final int groupShift;
+    final long vector;            // 1-D: fp32 [cols] on the device; 0 for matrices
+    final long expertRows;        // 3-D [experts, out, in]: out (rows = experts * out); 0 otherwise
+    final int layer;              // blk.N... -> N; -1 for global tensors
+
+    CudaWeight(String name, GgmlType type, String kernelSuffix, long[] shape, long rows, long cols, long address, long rowBytes,
+               long storedBytes, long scales, long zeros, int groups, int groupShift, long vector) {
+        this(name, type, kernelSuffix, shape, rows, cols, address, rowBytes, storedBytes, scales, zeros, groups, groupShift, vector, 0);
+    }
+
+    CudaWeight(String name, GgmlType type, String kernelSuffix, long[] shape, long rows, long cols, long address, long rowBytes,
+               long storedBytes, long scales, long zeros, int groups, int groupShift, long vector, long expertRows) {
+        this.name = name;
+        this.type = type;
+        this.kernelSuffix = kernelSuffix;
+        this.shape = shape.clone();
+        this.rows = rows;
+        this.cols = cols;
+        this.address = address;
+        this.rowBytes = rowBytes;
+        this.storedBytes = storedBytes;
+        this.scales = scales;
+        this.zeros = zeros;
+        this.groups = groups;
+        this.groupShift = groupShift;
+        this.vector = vector;
+        this.expertRows = expertRows;
+        this.layer = layerOf(name);
+    }
+
+    static int layerOf(String name) {
+        if (!name.startsWith("blk.")) return -1;
+        int dot = name.indexOf('.', 4);
+        try {
+            return Integer.parseInt(name.substring(4, dot < 0 ? name.length() : dot));
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    /** The ggml type; null for W4A16 (see {@link #dtype}). */
+    @Override
+    public GgmlType type() {
+        return type;
+    }
+
+    @Override
+    public String dtype() {
+        return type == null ? dev.v100.formats.w4a16.W4A16Layout.DTYPE : type.name();
+    }
+
+    boolean isW4A16() {
+        return type == null;
+    }
+
+    @Override
+    public long[] shape() {
+        return shape.clone();
+    }
+
+    /** The weight parameters every weight kernel takes (see WEIGHT_PARAMS in quant.cuh). */
+    Launch params(Launch l) {
+        return l.ptr(address).i64(rowBytes).i32((int) cols).ptr(scales).ptr(zeros).i32(groups).i32(groupShift);
+    }
+
+    @Override
+    public String toString() {
+        return name + " " + (type == null ? "W4A16" : type) + Arrays.toString(shape);
+    }
+}

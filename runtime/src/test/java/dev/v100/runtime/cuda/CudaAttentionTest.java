@@ -1,0 +1,89 @@
+package dev.v100.runtime.cuda;
+
+import dev.v100.kernels.ref.RefOps;
+import dev.v100.runtime.backend.BackendException;
+import dev.v100.runtime.backend.Buffer;
+import dev.v100.runtime.backend.KvCache;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
+
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+
+import static dev.v100.runtime.cuda.CudaTesting.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * Causal GQA attention over the paged fp16 cache, decode (split-K) and prefill (WMMA) kernels, against
+ * the reference over the same fp16 keys and values: head dims 8..256, grouped and plain heads, starts
+ * and lengths that cross pages (64 positions) and decode chunks (256).
+ */
+@Tag("gpu")
+class CudaAttentionTest {
+    /**
+     * fp32 scores and softmax; the prefill kernel rounds probabilities to fp16 for the P V product
+     * (relative 2^-11 each) and every output is rounded to fp16: about 1e-7..1e-6 as NMSE.
+     */
+    static final double ATTENTION_NMSE = 1e-5;
+
+    record Geometry(int heads, int kvHeads, int headDim) {}
+
+    static final Geometry[] GEOMETRIES = {new Geometry(4, 2, 8), new Geometry(8, 1, 64), new Geometry(2, 2, 128),
+            new Geometry(4, 4, 256), new Geometry(6, 2, 80), new Geometry(3, 1, 7 * 16)};
+    /** {startPos, rows}: decode (rows <= 4) and prefill, across page and chunk edges. */
+    static final int[][] STEPS = {{0, 1}, {0, 7}, {61, 1}, {61, 3}, {130, 4}, {255, 2}, {0, 33}, {63, 100}, {200, 64}, {0, 300}, {300, 5}};
+
+    /** One test per geometry, so that one failing does not hide the others' results. */
+    @TestFactory
+    Stream<DynamicTest> matchesTheReference() {
+        return Arrays.stream(GEOMETRIES).map(g -> DynamicTest.dynamicTest(g.toString(), () -> {
+            try (CudaBackend b = backend("attn " + g)) {
+                SplittableRandom rnd = new SplittableRandom(21 + g.headDim());
+                for (int[] step : STEPS) check(b, g, step[0], step[1], rnd);
+            }
+        }));
+    }
+
+    static void check(CudaBackend b, Geometry g, int startPos, int n, SplittableRandom rnd) {
+        int hd = g.headDim(), qCols = g.heads() * hd, kvCols = g.kvHeads() * hd, capacity = startPos + n + 3;
+        float scale = (float) (1 / Math.sqrt(hd));
+        KvCache cache = b.allocateKvCache(g.kvHeads(), hd, capacity);
+        float[] kAll = halves(rnd, capacity * kvCols, 1), vAll = halves(rnd, capacity * kvCols, 1);
+        if (startPos > 0) {   // fill positions [0, startPos) through the op itself (its output is not checked here)
+            Buffer q0 = b.allocate("q0", startPos, qCols), k0 = b.allocate("k0", startPos, kvCols), v0 = b.allocate("v0", startPos, kvCols);
+            b.write(q0, halves(rnd, startPos * qCols, 1), 0);
+            b.write(k0, kAll, 0);
+            b.write(v0, vAll, 0);
+            b.attention(q0, k0, v0, cache, 0, scale, b.allocate("o0", startPos, qCols));
+        }
+        float[] q = halves(rnd, n * qCols, 1);
+        Buffer qb = b.allocate("q", n, qCols), kb = b.allocate("k", n, kvCols), vb = b.allocate("v", n, kvCols), ob = b.allocate("o", n, qCols);
+        b.write(qb, q, 0);
+        b.write(kb, Arrays.copyOfRange(kAll, startPos * kvCols, (startPos + n) * kvCols), 0);
+        b.write(vb, Arrays.copyOfRange(vAll, startPos * kvCols, (startPos + n) * kvCols), 0);
+        float[] poison = new float[n * qCols];
+        Arrays.fill(poison, Float.NaN);
+        b.write(ob, poison, 0);
+        b.attention(qb, kb, vb, cache, startPos, scale, ob);
+        int[] pos = new int[n];
+        for (int i = 0; i < n; i++) pos[i] = startPos + i;
+        float[] ref = new float[n * qCols];
+        RefOps.attention(q, 0, n, g.heads(), g.kvHeads(), hd, kAll, vAll, pos, scale, ref, 0);
+        float[] got = b.read(ob);
+        double e = nmse(got, ref);
+        assertTrue(e <= ATTENTION_NMSE, g + " start " + startPos + " rows " + n + ": NMSE " + e + " > " + ATTENTION_NMSE + " (" + worst(got, ref) + ")");
+    }
+
+    @Test
+    void refusesPositionsBeyondTheCache() {
+        try (CudaBackend b = backend("attn-bounds")) {
+            KvCache cache = b.allocateKvCache(1, 8, 10);
+            Buffer q = b.allocate("q", 4, 8), k = b.allocate("k", 4, 8), v = b.allocate("v", 4, 8), o = b.allocate("o", 4, 8);
+            BackendException e = assertThrows(BackendException.class, () -> b.attention(q, k, v, cache, 8, 0.3f, o));
+            assertTrue(e.getMessage().contains("[8, 12)") && e.getMessage().contains("10 tokens"), e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,203 @@
+package dev.v100.runtime.cuda;
+
+import dev.v100.formats.ggml.GgmlType;
+import dev.v100.kernels.ref.RandomBlocks;
+import dev.v100.kernels.ref.StoredMatrix;
+import dev.v100.runtime.backend.Backend;
+import dev.v100.runtime.backend.BackendException;
+import dev.v100.runtime.backend.Buffer;
+import dev.v100.runtime.backend.LinearAttentionState;
+import dev.v100.runtime.backend.MoeRouting;
+import dev.v100.runtime.backend.Weight;
+import dev.v100.runtime.cpu.CpuBackend;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.SplittableRandom;
+
+import static dev.v100.runtime.cuda.CudaTesting.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * The Gated-DeltaNet, gated-attention and MoE ops of the CUDA backend against the CPU reference backend
+ * on the same (fp16-representable) inputs: awkward sizes, state carried across calls, routing ties.
+ */
+@Tag("gpu")
+class CudaHybridOpsTest {
+    /** One fp16 rounding per output, fp32 math: about 1e-7 as NMSE. */
+    static final double ELEMENTWISE_NMSE = 1e-6;
+    /**
+     * The delta rule and the conv carry fp32 state but read fp16 inputs (decay and beta rounded to fp16 by
+     * deltaGates) and write fp16 outputs, over up to 70 recurrent steps.
+     */
+    static final double RECURRENT_NMSE = 1e-4;
+    /** Expert matmuls: as CudaMatmulTest's GEMV (fp32 decode and accumulation, fp16 output). */
+    static final double EXPERT_NMSE = 1e-5;
+
+    private static final Arena ARENA = Arena.ofAuto();
+
+    static Weight f32(Backend b, String name, float[] v, long... shape) {
+        MemorySegment s = ARENA.allocate(4L * v.length, 64);
+        for (int i = 0; i < v.length; i++) s.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, v[i]);
+        return b.weight(name, GgmlType.F32, shape, s);
+    }
+
+    static Buffer put(Backend b, float[] v, int rows, int cols) {
+        Buffer x = b.allocate("t", rows, cols);
+        b.write(x, v, 0);
+        return x;
+    }
+
+    static void near(float[] got, float[] ref, double limit, String what) {
+        double e = nmse(got, ref);
+        assertTrue(e <= limit, what + ": NMSE " + e + " > " + limit + " (" + worst(got, ref) + ")");
+    }
+
+    @Test
+    void elementwiseAndNorms() {
+        CpuBackend cpu = new CpuBackend(CpuBackend.Kernels.REFERENCE);
+        try (CudaBackend gpu = backend("hybrid-ew")) {
+            SplittableRandom r = new SplittableRandom(31);
+            for (int rows : new int[] {1, 7, 33}) {
+                for (int[] gc : new int[][] {{1, 1}, {7, 7}, {33, 3 * 33}, {128, 4 * 128}, {769, 769}}) {
+                    int g = gc[0], cols = gc[1], n = rows * cols;
+                    float[] x = halves(r, n, 2), z = halves(r, n, 2);
+                    float[] ref;
+                    Buffer cx = put(cpu, x, rows, cols), gx = put(gpu, x, rows, cols);
+                    cpu.sigmoidMul(cx, put(cpu, z, rows, cols), cx);
+                    gpu.sigmoidMul(gx, put(gpu, z, rows, cols), gx);
+                    near(gpu.read(gx), cpu.read(cx), ELEMENTWISE_NMSE, "sigmoidMul " + rows + "x" + cols);
+                    cx = put(cpu, x, rows, cols);
+                    gx = put(gpu, x, rows, cols);
+                    cpu.l2Norm(cx, g, 1e-6f, cx);
+                    gpu.l2Norm(gx, g, 1e-6f, gx);
+                    near(gpu.read(gx), cpu.read(cx), ELEMENTWISE_NMSE, "l2Norm groups of " + g + " " + rows + "x" + cols);
+                    float[] w = halves(r, g, 1);
+                    Weight cw = f32(cpu, "blk.0.ssm_norm.weight", w, g), gw = f32(gpu, "blk.0.ssm_norm.weight", w, g);
+                    cx = put(cpu, x, rows, cols);
+                    gx = put(gpu, x, rows, cols);
+                    cpu.rmsNormGated(cx, put(cpu, z, rows, cols), cw, 1e-6f, cx);
+                    gpu.rmsNormGated(gx, put(gpu, z, rows, cols), gw, 1e-6f, gx);
+                    ref = cpu.read(cx);
+                    near(gpu.read(gx), ref, ELEMENTWISE_NMSE, "rmsNormGated groups of " + g + " " + rows + "x" + cols);
+                    float[] gate = halves(r, cols, 0.1);
+                    Buffer cy = put(cpu, z, rows, cols), gy = put(gpu, z, rows, cols);
+                    cpu.sigmoidGateRows(put(cpu, x, rows, cols), f32(cpu, "g", gate, cols), cy);
+                    gpu.sigmoidGateRows(put(gpu, x, rows, cols), f32(gpu, "g", gate, cols), gy);
+                    near(gpu.read(gy), cpu.read(cy), ELEMENTWISE_NMSE, "sigmoidGateRows " + rows + "x" + cols);
+                }
+                // per-head [q | gate] split and a tail section
+                int heads = 3, d = 16, cols = heads * 2 * d;
+                float[] qg = halves(r, rows * cols, 1);
+                for (int[] c : new int[][] {{0, d, 2 * d}, {d, d, 2 * d}, {5, cols - 5, cols - 5}}) {
+                    int dstCols = c[0] == 5 ? cols - 5 : heads * d;
+                    Buffer cd = cpu.allocate("d", rows, dstCols), gd = gpu.allocate("d", rows, dstCols);
+                    cpu.copyColumns(put(cpu, qg, rows, cols), c[0], c[1], c[2], cd);
+                    gpu.copyColumns(put(gpu, qg, rows, cols), c[0], c[1], c[2], gd);
+                    assertArrayEquals(cpu.read(cd), gpu.read(gd), "copyColumns from " + c[0]);
+                }
+                float[] a = halves(r, rows * 9, 3), be = halves(r, rows * 9, 3), aLog = halves(r, 9, 1), dt = halves(r, 9, 1);
+                Buffer ca = put(cpu, a, rows, 9), cb = put(cpu, be, rows, 9), ga = put(gpu, a, rows, 9), gb = put(gpu, be, rows, 9);
+                cpu.deltaGates(ca, cb, f32(cpu, "a", aLog, 9), f32(cpu, "dt", dt, 9), ca, cb);
+                gpu.deltaGates(ga, gb, f32(gpu, "a", aLog, 9), f32(gpu, "dt", dt, 9), ga, gb);
+                near(gpu.read(ga), cpu.read(ca), ELEMENTWISE_NMSE, "deltaGates decay, rows " + rows);
+                near(gpu.read(gb), cpu.read(cb), ELEMENTWISE_NMSE, "deltaGates beta, rows " + rows);
+            }
+        }
+    }
+
+    @Test
+    void convAndDeltaRuleCarryTheirState() {
+        CpuBackend cpu = new CpuBackend(CpuBackend.Kernels.REFERENCE);
+        try (CudaBackend gpu = backend("hybrid-gdn")) {
+            SplittableRandom r = new SplittableRandom(32);
+            for (int[] geo : new int[][] {{2, 4, 8, 8, 4}, {1, 2, 128, 128, 4}, {2, 6, 64, 32, 3}}) {
+                int hk = geo[0], hv = geo[1], dk = geo[2], dv = geo[3], kernel = geo[4];
+                int channels = 2 * hk * dk + hv * dv;
+                float[] w = halves(r, channels * kernel, 0.5);
+                Weight cw = f32(cpu, "blk.0.ssm_conv1d.weight", w, channels, kernel), gw = f32(gpu, "blk.0.ssm_conv1d.weight", w, channels, kernel);
+                LinearAttentionState cs = cpu.allocateLinearState(channels, kernel, hv, dk, dv), gs = gpu.allocateLinearState(channels, kernel, hv, dk, dv);
+                int pos = 0;
+                for (int n : new int[] {37, 1, 1, 33}) {   // a prefill, two decode steps, another chunk
+                    String what = "hk " + hk + " hv " + hv + " dk " + dk + " dv " + dv + " K " + kernel + " rows " + n + " at " + pos;
+                    float[] x = halves(r, n * channels, 1);
+                    Buffer cx = put(cpu, x, n, channels), gx = put(gpu, x, n, channels);
+                    cpu.causalConv1d(cx, cw, cs, pos, cx);
+                    gpu.causalConv1d(gx, gw, gs, pos, gx);
+                    near(gpu.read(gx), cpu.read(cx), RECURRENT_NMSE, "causalConv1d " + what);
+                    float[] q = halves(r, n * hk * dk, 1), k = halves(r, n * hk * dk, 1), v = halves(r, n * hv * dv, 1);
+                    float[] al = halves(r, n * hv, 1), be = halves(r, n * hv, 1), aLog = halves(r, hv, 0.5), dt = halves(r, hv, 0.5);
+                    Buffer[] c = {put(cpu, q, n, hk * dk), put(cpu, k, n, hk * dk), put(cpu, v, n, hv * dv), put(cpu, al, n, hv), put(cpu, be, n, hv)};
+                    Buffer[] g = {put(gpu, q, n, hk * dk), put(gpu, k, n, hk * dk), put(gpu, v, n, hv * dv), put(gpu, al, n, hv), put(gpu, be, n, hv)};
+                    for (Backend b : new Backend[] {cpu, gpu}) {
+                        Buffer[] t = b == cpu ? c : g;
+                        b.l2Norm(t[0], dk, 1e-6f, t[0]);
+                        b.l2Norm(t[1], dk, 1e-6f, t[1]);
+                        b.deltaGates(t[3], t[4], f32(b, "a", aLog, hv), f32(b, "dt", dt, hv), t[3], t[4]);
+                    }
+                    // the CPU reads the GPU's fp16-rounded gates, so both integrate the same inputs
+                    cpu.write(c[3], gpu.read(g[3]), 0);
+                    cpu.write(c[4], gpu.read(g[4]), 0);
+                    cpu.write(c[0], gpu.read(g[0]), 0);
+                    cpu.write(c[1], gpu.read(g[1]), 0);
+                    Buffer co = cpu.allocate("o", n, hv * dv), go = gpu.allocate("o", n, hv * dv);
+                    float scale = (float) (1 / Math.sqrt(dk));
+                    cpu.gatedDeltaRule(c[0], c[1], c[2], c[3], c[4], scale, cs, pos, co);
+                    gpu.gatedDeltaRule(g[0], g[1], g[2], g[3], g[4], scale, gs, pos, go);
+                    near(gpu.read(go), cpu.read(co), RECURRENT_NMSE, "gatedDeltaRule " + what);
+                    pos += n;
+                }
+                int at = pos;
+                Buffer one = gpu.allocate("x", 1, channels);
+                BackendException e = assertThrows(BackendException.class, () -> gpu.causalConv1d(one, gw, gs, at - 2, one));
+                assertTrue(e.getMessage().contains("holds " + at + " tokens"), e.getMessage());
+            }
+        }
+    }
+
+    @Test
+    void moeRoutesMultipliesAndCombines() {
+        CpuBackend cpu = new CpuBackend(CpuBackend.Kernels.REFERENCE);
+        try (CudaBackend gpu = backend("hybrid-moe")) {
+            SplittableRandom r = new SplittableRandom(33);
+            int experts = 9, topK = 3, hidden = 64, inter = 96;
+            for (GgmlType t : new GgmlType[] {GgmlType.F16, GgmlType.Q8_0, GgmlType.Q4_K}) {
+                int h = t == GgmlType.Q4_K ? 256 : hidden, in = t == GgmlType.Q4_K ? 512 : inter;
+                StoredMatrix up = RandomBlocks.matrix("blk.0.ffn_up_exps.weight", t, (long) experts * in, h, 0.05, r);
+                StoredMatrix down = RandomBlocks.matrix("blk.0.ffn_down_exps.weight", t, (long) experts * h, in, 0.05, r);
+                Weight cu = cpu.weight(up.name(), t, new long[] {experts, in, h}, up.data()), gu = gpu.weight(up.name(), t, new long[] {experts, in, h}, up.data());
+                Weight cd = cpu.weight(down.name(), t, new long[] {experts, h, in}, down.data()), gd = gpu.weight(down.name(), t, new long[] {experts, h, in}, down.data());
+                for (int n : new int[] {1, 7, 33}) {
+                    float[] logits = halves(r, n * experts, 2);
+                    logits[0] = logits[1];   // a tie in token 0: the lower expert id first
+                    MoeRouting cr = cpu.allocateRouting(n, experts, topK), gr = gpu.allocateRouting(n, experts, topK);
+                    for (boolean norm : new boolean[] {true, false}) {
+                        cpu.route(put(cpu, logits, n, experts), norm, cr);
+                        gpu.route(put(gpu, logits, n, experts), norm, gr);
+                        assertEquals(n, gr.tokens());
+                        float[] x = halves(r, n * h, 1);
+                        Buffer ce = cpu.allocate("e", n * topK, in), ge = gpu.allocate("e", n * topK, in);
+                        cpu.expertMatmul(put(cpu, x, n, h), cu, cr, ce);
+                        gpu.expertMatmul(put(gpu, x, n, h), gu, gr, ge);
+                        near(gpu.read(ge), cpu.read(ce), EXPERT_NMSE, t + " expert up, token rows, n " + n);
+                        float[] slotIn = gpu.read(ge);
+                        Buffer cdn = cpu.allocate("d", n * topK, h), gdn = gpu.allocate("d", n * topK, h);
+                        cpu.expertMatmul(put(cpu, slotIn, n * topK, in), cd, cr, cdn);
+                        gpu.expertMatmul(put(gpu, slotIn, n * topK, in), gd, gr, gdn);
+                        near(gpu.read(gdn), cpu.read(cdn), EXPERT_NMSE, t + " expert down, slot rows, n " + n);
+                        Buffer co = cpu.allocate("o", n, h), go = gpu.allocate("o", n, h);
+                        float[] down16 = gpu.read(gdn);
+                        cpu.combineExperts(put(cpu, down16, n * topK, h), cr, co);
+                        gpu.combineExperts(gdn, gr, go);
+                        near(gpu.read(go), cpu.read(co), ELEMENTWISE_NMSE, t + " combine, normalize " + norm + ", n " + n);
+                    }
+                }
+                Buffer x = gpu.allocate("x", 2, h);
+                assertThrows(BackendException.class, () -> gpu.matmul(x, gu, gpu.allocate("y", 2, experts * in)), "a 3-D weight is for expertMatmul only");
+            }
+        }
+    }
+}

@@ -1,0 +1,96 @@
+package dev.v100.runtime.cuda;
+
+import dev.v100.formats.bundle.ModelConfig;
+import dev.v100.formats.ggml.GgmlType;
+import dev.v100.runtime.cpu.CpuModels;
+import dev.v100.runtime.load.Verify;
+import dev.v100.runtime.model.DecoderModel;
+import dev.v100.runtime.model.ModelOptions;
+import dev.v100.runtime.testing.TestBundles;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+
+import static dev.v100.runtime.cuda.CudaTesting.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * Whole llama-family models of random weights on the GPU against the fp32 CPU reference backend: every
+ * architecture feature, several weight types, tp 2 and pp 2 bundles on one GPU, prefill in chunks that
+ * take the decode and the prefill kernels, then cached decode steps.
+ */
+@Tag("gpu")
+class CudaModelTest {
+    /** fp16 activations with fp32 accumulation through 2 layers: about 1e-6 expected (GoldenCompare.GPU_FP16_NMSE is 1e-4). */
+    static final double MODEL_NMSE = 1e-4;
+    static final int[] PROMPT = {1, 5, 96, 0, 42, 42, 7, 13, 64, 3, 88, 17, 2, 9, 61, 60, 59, 58, 4, 33, 32, 31, 30, 12, 11, 10, 19, 20, 21, 22,
+            23, 24, 25, 26, 27, 28, 29, 34, 35, 36, 37};
+
+    @TempDir
+    Path tmp;
+
+    record Arch(String label, TestBundles.Spec spec, int tp, int pp) {}
+
+    static List<Arch> architectures() {
+        TestBundles.Spec base = TestBundles.Spec.llama(GgmlType.F32);
+        List<Arch> a = new ArrayList<>();
+        a.add(new Arch("llama F32", base, 1, 1));
+        a.add(new Arch("llama F16", base.withTypes(GgmlType.F16, GgmlType.F16), 1, 1));
+        a.add(new Arch("llama Q8_0 hd32", base.withShape(97, 64, 2, 96, 4, 2, 32).withTypes(GgmlType.Q8_0, GgmlType.F16), 1, 1));
+        a.add(new Arch("llama Q4_K/Q6_K", base.withShape(97, 256, 2, 512, 4, 2, 64).withTypes(GgmlType.Q4_K, GgmlType.Q6_K), 1, 1));
+        a.add(new Arch("llama Q4_0 tp2", base.withShape(97, 64, 2, 128, 4, 2, 16).withTypes(GgmlType.Q4_0, GgmlType.Q8_0), 2, 1));
+        a.add(new Arch("llama F16 pp2", base.withTypes(GgmlType.F16, GgmlType.F16), 1, 2));
+        a.add(new Arch("llama3 rope + rope_freqs", base.withRope(16, 500000, new ModelConfig.RopeScaling("llama3", 8, 1.0, 4.0, 64), true), 1, 1));
+        a.add(new Arch("partial rotary + linear", base.withRope(8, 10000, new ModelConfig.RopeScaling("linear", 2, null, null, null), false), 1, 1));
+        a.add(new Arch("qwen2 bias", base.withArch("qwen2").withFeatures(true, false), 1, 1));
+        a.add(new Arch("qwen3 qk-norm", base.withArch("qwen3").withFeatures(false, true), 1, 1));
+        a.add(new Arch("granite", base.withArch("granite").withGranite(12, 0.22, 0.0078125, 8), 1, 1));
+        return a;
+    }
+
+    /** One test per architecture variant, so that one failing does not hide the others' results. */
+    @TestFactory
+    Stream<DynamicTest> matchesTheCpuBackend() {
+        return architectures().stream().map(a -> DynamicTest.dynamicTest(a.label, () -> {
+            device();   // aborts here without a GPU
+            Path bundle = TestBundles.write(tmp.resolve(a.label.replaceAll("[^A-Za-z0-9]+", "-")), a.spec, TestBundles.randomWeights(a.spec, 7), a.tp, a.pp);
+            for (int chunk : new int[] {4, 64}) {
+                ModelOptions opts = new ModelOptions(Verify.CRC, 0, chunk);
+                String what = a.label + " (tp " + a.tp + ", pp " + a.pp + ", chunk " + chunk + ")";
+                float[] cpuAll, cpuSteps;
+                // the reference kernels: no Vector API, so the device's JRE may leave jdk.incubator.vector out
+                try (DecoderModel cpu = CpuModels.open(bundle, opts, dev.v100.runtime.cpu.CpuBackend.Kernels.REFERENCE)) {
+                    cpuAll = cpu.forward(PROMPT, 0, true);
+                    cpuSteps = steps(cpu);
+                }
+                try (DecoderModel gpu = CudaModels.openModel(bundle, opts, options())) {
+                    float[] gpuAll = gpu.forward(PROMPT, 0, true);
+                    assertModelNmse(gpuAll, cpuAll, what + ": prompt logits");
+                    assertModelNmse(steps(gpu), cpuSteps, what + ": decode steps");
+                }
+            }
+        }));
+    }
+
+    /** Four cached decode steps after the prompt (fixed tokens, so both backends see the same inputs). */
+    static float[] steps(DecoderModel m) {
+        int v = m.vocabSize();
+        float[] out = new float[4 * v];
+        for (int s = 0; s < 4; s++) {
+            float[] l = m.forward(new int[] {(7 * s + 3) % v}, PROMPT.length + s, false);
+            System.arraycopy(l, 0, out, s * v, v);
+        }
+        return out;
+    }
+
+    static void assertModelNmse(float[] got, float[] ref, String what) {
+        double e = nmse(got, ref);
+        assertTrue(e <= MODEL_NMSE, what + ": NMSE " + e + " > " + MODEL_NMSE + " (" + worst(got, ref) + ")");
+    }
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Prepares .device/ (git-ignored) for the GPU machine, which has no Java, no Maven and no network:
+# a jlink JRE (made by make-jre.sh, libjvm stripped), the runtime class path built with the CUDA 13
+# presets (-Pcuda13: the H200 machine has CUDA 13.0 libraries only), the converter (the golden check
+# converts the committed fixtures there), the GPU test classes and the JUnit Platform. Everything that
+# travels to the device (tracked files + .device) must stay under 64 MiB; this script checks that.
+#
+# Usage: tools/device/build.sh        (ONLINE=1 lets Maven download missing artifacts)
+# Then, with the device tool:  carry [".device"], command "bash tools/device/run.sh"
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+if [ -z "${JAVA_HOME:-}" ] || ! "$JAVA_HOME/bin/java" -version 2>&1 | grep -q '"2[5-9]'; then
+  JAVA_HOME=$(ls -d /usr/lib/jvm/*25* 2>/dev/null | head -1)
+fi
+export JAVA_HOME
+MAKE_JRE=${MAKE_JRE:-$root/../shared/device/make-jre.sh}
+[ -x "$MAKE_JRE" ] || MAKE_JRE=/work/shared/device/make-jre.sh
+CAP_BYTES=${CAP_BYTES:-$((64 * 1024 * 1024))}   # the device tool's limit; settable to test the fallbacks
+dev=.device
+
+mvn_opts=(-B -q -Pcuda13 -DskipTests)
+[ "${ONLINE:-0}" = 1 ] || mvn_opts+=(-o)
+echo "== mvn ${mvn_opts[*]} package (runtime, golden-tests and what they need)"
+mvn "${mvn_opts[@]}" package -pl runtime,golden-tests -am
+
+mkdir -p "$dev"
+# make-jre.sh's JRE, or (when the tree would not fit) one without java.management and java.net.http
+# (~1.3 MB less; the CPU backend's Vector API stays: the GPU tests compare with it)
+make_jre() {
+  rm -rf "$dev/jre"
+  case $1 in
+    full) echo "== JRE: $MAKE_JRE $dev/jre"; "$MAKE_JRE" "$dev/jre" ;;
+    slim)
+      mods=java.base,java.logging,jdk.unsupported,jdk.httpserver,jdk.incubator.vector
+      echo "== JRE (slim): jlink $mods"
+      "$JAVA_HOME/bin/jlink" --add-modules "$mods" --strip-debug --no-header-files --no-man-pages --compress=zip-9 --output "$dev/jre" ;;
+  esac
+  # symbols the JVM does not need at run time (hs_err stack names only): about 5 MB
+  strip --strip-unneeded "$dev/jre/lib/server/libjvm.so"
+  echo "$1" > "$dev/jre/.v100-kind"
+}
+[ -x "$dev/jre/bin/java" ] || make_jre "${JRE:-full}"
+
+echo "== class path: $dev/lib"
+rm -rf "$dev/lib" "$dev/out"
+mkdir -p "$dev/lib"
+cp runtime/target/lib/*.jar runtime/target/v100-runtime.jar converter/target/v100-converter.jar "$dev/lib/"
+cp runtime/target/gpu-test-lib/*.jar "$dev/lib/"
+# commons-compress's own dependencies serve tar bundles only; the device runs directory bundles (1.6 MB)
+rm -f "$dev"/lib/commons-codec-*.jar "$dev"/lib/commons-io-*.jar "$dev"/lib/commons-lang3-*.jar
+# the CUDA preset's natives jar holds bindings of every CUDA library (5 MB): keep the two the backend loads
+for j in "$dev"/lib/cuda-*-linux-x86_64.jar; do
+  tmp=$(mktemp -d)
+  (cd "$tmp" && "$JAVA_HOME/bin/jar" xf "$root/$j" META-INF org/bytedeco/cuda/linux-x86_64/libjnicudart.so \
+      org/bytedeco/cuda/linux-x86_64/libjnicublas.so && rm -f "$root/$j" && \
+   "$JAVA_HOME/bin/jar" cf "$root/$j" -C "$tmp" .)
+  rm -rf "$tmp"
+done
+# the H200 loads the compute_70 PTX; the sm_70 cubins are for V100s (0.5 MB)
+(cd "$dev/lib" && zip -q -d v100-kernels-*.jar 'dev/v100/kernels/cuda/ptx/*.cubin')
+(cd runtime/target/test-classes && "$JAVA_HOME/bin/jar" cf "$root/$dev/lib/v100-runtime-gpu-tests.jar" dev/v100/runtime/cuda dev/v100/runtime/testing)
+(cd golden-tests/target/test-classes && "$JAVA_HOME/bin/jar" cf "$root/$dev/lib/v100-golden-gpu-tests.jar" dev)
+
+# what travels: every tracked file, untracked files git does not ignore, and .device
+tracked=$(git ls-files -z --cached --others --exclude-standard | xargs -0 -r du -cb 2>/dev/null | tail -1 | cut -f1)
+total=$((tracked + $(du -sb "$dev" | cut -f1)))
+if [ "$total" -ge "$CAP_BYTES" ] && [ "$(cat "$dev/jre/.v100-kind" 2>/dev/null)" != slim ]; then
+  echo "== $total bytes would travel, over the cap: a smaller JRE"
+  make_jre slim
+  total=$((tracked + $(du -sb "$dev" | cut -f1)))
+fi
+if [ "$total" -ge "$CAP_BYTES" ]; then
+  # last resort: the preset's Java classes of the CUDA libraries the backend does not use (0.7 MB)
+  echo "== still over the cap: only the cudart and cuBLAS classes of the CUDA preset"
+  for j in "$dev"/lib/cuda-*.jar; do
+    case $j in *linux-x86_64*) continue ;; esac
+    tmp=$(mktemp -d)
+    (cd "$tmp" && "$JAVA_HOME/bin/jar" xf "$root/$j" META-INF org/bytedeco/cuda/presets org/bytedeco/cuda/cudart org/bytedeco/cuda/cublas \
+        org/bytedeco/cuda/global/cudart.class org/bytedeco/cuda/global/cublas.class && rm -f "$root/$j" && "$JAVA_HOME/bin/jar" cf "$root/$j" -C "$tmp" .)
+    rm -rf "$tmp"
+  done
+  total=$((tracked + $(du -sb "$dev" | cut -f1)))
+fi
+device=$(du -sb "$dev" | cut -f1)
+printf '== sizes: tracked %.1f MB + .device %.1f MB (jre %s %.1f, lib %.1f) = %.1f MB of the %.1f MB cap\n' \
+  "$(echo "$tracked/1000000" | bc -l)" "$(echo "$device/1000000" | bc -l)" "$(cat $dev/jre/.v100-kind)" \
+  "$(echo "$(du -sb $dev/jre | cut -f1)/1000000" | bc -l)" "$(echo "$(du -sb $dev/lib | cut -f1)/1000000" | bc -l)" \
+  "$(echo "$total/1000000" | bc -l)" "$(echo "$CAP_BYTES/1000000" | bc -l)"
+if [ "$total" -ge "$CAP_BYTES" ]; then
+  echo "ERROR: $total bytes would travel, over the 64 MiB cap even trimmed: untrack or ignore files, or slim .device further" >&2
+  exit 1
+fi
+echo "ready: device tool run with carry [\".device\"] and command \"bash tools/device/run.sh\""

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine (no Java, no Maven there: .device/ from tools/device/build.sh brings both the
+# JRE and the class path): the kernel/device probe, every GPU test (ops, matmul paths, attention,
+# whole models against the CPU backend), the GPU golden check (committed fixtures converted there and
+# run on CUDA against transformers' logits), and bench on synthetic Llama-3.2-1B-geometry bundles.
+# A failing step does not stop the others; a table of all of them is printed last. Logs go to $OUT.
+#
+# Device tool: carry [".device"], command "bash tools/device/run.sh", timeout 600. Every step has its own
+# time limit (together under 10 minutes); STEPS="info tests golden kbench bench" selects steps (e.g. two
+# calls: STEPS="info tests golden", then STEPS="kbench bench"), BENCH_TYPES="Q4_K F16" the bench bundles.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+OUT=${OUT:-$root/.device/out}
+LOGS=/tmp/v100-device-logs   # raw test output; $OUT gets the reports (the device tool returns at most 8 files)
+mkdir -p "$OUT" "$LOGS"
+STEPS=${STEPS:-"info tests golden kbench bench"}
+BENCH_TYPES=${BENCH_TYPES:-"Q4_K F16"}
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# keep NCCL off NVLink multicast on the shared hosts (not used here, but never risk it)
+export NCCL_NVLS_ENABLE=0
+# the first process compiles the compute_70 PTX for this GPU (driver JIT); the later ones reuse the cache
+export CUDA_CACHE_MAXSIZE=1073741824
+if [ ! -x .device/jre/bin/java ]; then
+  echo "no .device/jre: run tools/device/build.sh on the build machine and carry .device" >&2
+  exit 2
+fi
+JAVA=(.device/jre/bin/java --enable-native-access=ALL-UNNAMED -Xmx24g -XX:+UseParallelGC -cp ".device/lib/*:golden-tests/src/test/resources")
+# the smallest JRE build.sh makes leaves the Vector API out (nothing on the device needs it)
+.device/jre/bin/java --list-modules 2>/dev/null | grep -q '^jdk.incubator.vector' && JAVA+=(--add-modules jdk.incubator.vector)
+
+names=()
+declare -A rc secs notes
+
+# the bench bundles are written in the background while the tests run (the CPU is otherwise idle)
+declare -A writer
+if [[ " $STEPS " == *" bench "* ]]; then
+  for t in $BENCH_TYPES; do
+    b=/tmp/v100-bench-llama1B-$t
+    if [ ! -d "$b" ]; then
+      timeout 240 "${JAVA[@]}" -Xmx4g dev.v100.runtime.cuda.BenchBundleMain "$b" "$t" > "$LOGS/bench-$t.write.log" 2>&1 &
+      writer[$t]=$!
+    fi
+  done
+fi
+
+run_step() {   # name timeout-seconds log command...
+  local name=$1 limit=$2 log=$3
+  shift 3
+  local t0=$SECONDS
+  echo "=== $name (limit ${limit}s) -> $log"
+  timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1
+  local r=$?
+  names+=("$name")
+  rc[$name]=$r
+  secs[$name]=$((SECONDS - t0))
+  tail -n 25 "$log"
+  [ "$r" = 124 ] && echo "!!! $name timed out after ${limit}s"
+  return 0
+}
+
+for s in $STEPS; do
+  case $s in
+    info)
+      { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1; echo; } > "$OUT/info.log"
+      run_step info 90 "$LOGS/info.log" "${JAVA[@]}" dev.v100.runtime.cuda.CudaInfo
+      cat "$LOGS/info.log" >> "$OUT/info.log"
+      notes[info]=$(grep -m1 "modules loaded" "$OUT/info.log")
+      ;;
+    tests)
+      # one JVM per test class: a sticky CUDA error (an illegal address) in one class cannot fail the others
+      : > "$OUT/gpu-tests.txt"
+      for c in CudaOpsTest:40 CudaMatmulTest:60 CudaAttentionTest:30 CudaHybridOpsTest:30 CudaModelTest:60; do
+        cls=${c%%:*}
+        run_step "$cls" "${c##*:}" "$LOGS/$cls.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$LOGS/$cls.txt" "dev.v100.runtime.cuda.$cls"
+        notes[$cls]=$(grep -m1 "^GPU TESTS" "$LOGS/$cls.log" | sed 's/ (details.*//')
+        { echo "== $cls"; cat "$LOGS/$cls.txt" 2>/dev/null; } >> "$OUT/gpu-tests.txt"
+      done
+      ;;
+    golden)
+      run_step golden 80 "$LOGS/golden.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$OUT/golden.txt" dev.v100.golden.CudaGoldenTest
+      notes[golden]=$(grep -m1 "^GPU TESTS" "$LOGS/golden.log" | sed 's/ (details.*//')
+      ;;
+    kbench)
+      run_step kbench 60 "$OUT/kbench.log" "${JAVA[@]}" dev.v100.runtime.cuda.CudaKernelBench
+      notes[kbench]=$(grep -m1 "device copy" "$OUT/kbench.log" | sed 's/.*; //')
+      ;;
+    bench)
+      for t in $BENCH_TYPES; do
+        b=/tmp/v100-bench-llama1B-$t
+        log="$OUT/bench-$t.log"
+        [ -n "${writer[$t]:-}" ] && wait "${writer[$t]}"
+        touch "$LOGS/bench-$t.write.log"
+        run_step "bench-$t" 60 "$log" "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
+        cat "$LOGS/bench-$t.write.log" "$log" > "$LOGS/bench-$t.all" && mv "$LOGS/bench-$t.all" "$log"
+        notes[bench-$t]=$(grep -E "^\| decode batch 1" "$log" | cut -d'|' -f3 | xargs)
+      done
+      ;;
+    *) echo "unknown step $s (info tests golden kbench bench)" >&2 ;;
+  esac
+done
+
+{
+  echo
+  echo "== summary ($(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
+  printf '| %-18s | %-7s | %5s | %s\n' step result secs notes
+  printf '|%s|%s|%s|%s\n' "----------------" "---------" "-------" "------"
+  for n in "${names[@]}"; do
+    r=${rc[$n]}
+    res=PASS
+    [ "$r" != 0 ] && res="FAIL($r)"
+    [ "$r" = 124 ] && res=TIMEOUT
+    printf '| %-18s | %-7s | %5s | %s\n' "$n" "$res" "${secs[$n]}" "${notes[$n]:-}"
+  done
+  for t in $BENCH_TYPES; do
+    if [ -f "$OUT/bench-$t.log" ]; then
+      echo
+      echo "bench $t (Llama-3.2-1B geometry, random weights):"
+      grep -E "^\|" "$OUT/bench-$t.log"
+    fi
+  done
+  if [ -f "$OUT/kbench.log" ]; then
+    echo
+    echo "kernels (random data, median of 20):"
+    grep -E "^\||^attention" "$OUT/kbench.log"
+  fi
+  for f in gpu-tests golden; do
+    [ -f "$OUT/$f.txt" ] && { echo; echo "$f failures:"; grep -A3 -E "^(FAIL|ABORTED)" "$OUT/$f.txt" | head -40; }
+  done
+} | tee "$OUT/summary.txt"
