@@ -2,7 +2,7 @@ package dev.v100.runtime.cuda;
 
 import org.bytedeco.cuda.cudart.CUfunc_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
-import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerPointer;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -18,7 +18,7 @@ import static org.bytedeco.cuda.global.cudart.cuLaunchKernel;
 final class Launch {
     static final int MAX_ARGS = 24;
     private final MemorySegment slots;
-    private final Pointer params;
+    private final PointerPointer<?> params;   // void*[MAX_ARGS]: entry i points at slot i
     private final CUstream_st stream;
     private CUfunc_st fn;
     private String name;
@@ -27,9 +27,14 @@ final class Launch {
     Launch(Arena arena, CUstream_st stream) {
         this.stream = stream;
         slots = arena.allocate(8L * MAX_ARGS, 16);
-        MemorySegment ptrs = arena.allocate(8L * MAX_ARGS, 16);
-        for (int i = 0; i < MAX_ARGS; i++) ptrs.set(ValueLayout.JAVA_LONG, 8L * i, slots.address() + 8L * i);
-        params = Cuda.at(ptrs.address());
+        // a JavaCPP PointerPointer: cuLaunchKernel's overload that takes a bare Pointer is refused by the
+        // driver (CUDA_ERROR_INVALID_VALUE, seen on the H200), the PointerPointer one is not
+        params = new PointerPointer<>(MAX_ARGS);
+        for (int i = 0; i < MAX_ARGS; i++) params.put(i, Cuda.at(slots.address() + 8L * i));
+    }
+
+    CUfunc_st fn() {
+        return fn;
     }
 
     Launch begin(CUfunc_st f, String kernel) {
@@ -69,7 +74,7 @@ final class Launch {
         if (gridX < 1 || gridX > Integer.MAX_VALUE || gridY < 1 || gridY > 65535 || gridZ < 1 || gridZ > 65535) {
             throw new CudaException("cuLaunchKernel", -1, name + ": grid " + gridX + " x " + gridY + " x " + gridZ + " is out of range");
         }
-        Cuda.check(cuLaunchKernel(fn, (int) gridX, gridY, gridZ, blockX, 1, 1, dynamicSmemBytes, stream, params, null),
+        Cuda.check(cuLaunchKernel(fn, (int) gridX, gridY, gridZ, blockX, 1, 1, dynamicSmemBytes, stream, params, (PointerPointer<?>) null),
                 "cuLaunchKernel", "launching " + name + " (grid " + gridX + "x" + gridY + "x" + gridZ + ", block " + blockX + ")");
     }
 }
