@@ -41,6 +41,7 @@ final class BenchCommand implements Callable<Integer> {
         if (model.backend == ModelArgs.BackendKind.cuda) {
             return model.benchCuda(decodeTokens, out);
         }
+        model.gpuList();   // refuses --gpus on the CPU
         long t0 = System.nanoTime();
         try (DecoderModel m = CpuModels.open(model.bundle, model.options())) {
             double loadS = (System.nanoTime() - t0) / 1e9;

@@ -4,9 +4,10 @@ import dev.v100.runtime.cpu.CpuBackend;
 import dev.v100.runtime.cpu.CpuEngine;
 import dev.v100.runtime.cpu.CpuModels;
 import dev.v100.runtime.cuda.CudaEngine;
-import dev.v100.runtime.cuda.CudaModels;
 import dev.v100.runtime.cuda.CudaOptions;
 import dev.v100.runtime.cuda.CudaUnavailableException;
+import dev.v100.runtime.cuda.MultiGpuBench;
+import dev.v100.runtime.cuda.MultiGpuModels;
 import dev.v100.runtime.engine.BundleText;
 import dev.v100.runtime.engine.Engine;
 import dev.v100.runtime.load.Verify;
@@ -16,6 +17,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 import java.nio.file.Path;
+import java.util.List;
 
 /** Options every subcommand that loads a model shares. */
 final class ModelArgs {
@@ -48,6 +50,12 @@ final class ModelArgs {
     @Option(names = "--device", defaultValue = "0", description = "cuda: device ordinal (default: ${DEFAULT-VALUE})")
     int device;
 
+    @Option(names = "--gpus", paramLabel = "LIST|COUNT",
+            description = "cuda: the GPUs to run on, device ordinals (0,1; \"3,\" is device 3 alone) or a count (2 = devices 0 and 1). "
+                    + "One GPU runs every rank of any bundle; several run one rank each, so their number must equal the bundle's tp x pp "
+                    + "(default: --device)")
+    String gpus;
+
     /** Prefill chunk on CUDA: large enough for the tensor-core kernels to pay, small enough for the workspace. */
     static final int CUDA_CHUNK_TOKENS = 512;
 
@@ -65,11 +73,22 @@ final class ModelArgs {
         return CudaOptions.defaults().withDevice(device).withGpuMemoryFraction(gpuMemory).withProgress(line -> System.err.println("[cuda] " + line));
     }
 
+    /** The GPUs of --gpus, or --device alone. */
+    List<Integer> gpuList() {
+        if (gpus == null) return List.of(device);
+        if (backend != BackendKind.cuda) throw new IllegalArgumentException("--gpus applies to --backend cuda");
+        if (device != 0) throw new IllegalArgumentException("give --gpus or --device, not both");
+        return MultiGpuModels.parseGpus(gpus);
+    }
+
     /** The bundle's model on the chosen backend. */
     DecoderModel openModel() {
-        if (backend != BackendKind.cuda) return CpuModels.open(bundle, options());
+        if (backend != BackendKind.cuda) {
+            gpuList();
+            return CpuModels.open(bundle, options());
+        }
         try {
-            return CudaModels.openModel(bundle, options(), cudaOptions());
+            return MultiGpuModels.openModel(bundle, options(), cudaOptions(), gpuList());
         } catch (CudaUnavailableException e) {
             throw new UnsupportedBackendException(e.getMessage());
         }
@@ -77,18 +96,26 @@ final class ModelArgs {
 
     /** The bundle's model with its tokenizer and chat template on the chosen backend. */
     Engine openEngine() {
-        if (backend != BackendKind.cuda) return CpuEngine.open(bundle, options(), CpuBackend.Kernels.FAST, BundleText::load);
+        if (backend != BackendKind.cuda) {
+            gpuList();
+            return CpuEngine.open(bundle, options(), CpuBackend.Kernels.FAST, BundleText::load);
+        }
         try {
-            return CudaEngine.open(bundle, options(), cudaOptions(), BundleText::load);
+            return CudaEngine.open(bundle, options(), cudaOptions(), gpuList(), BundleText::load);
         } catch (CudaUnavailableException e) {
             throw new UnsupportedBackendException(e.getMessage());
         }
     }
 
-    /** `bench --backend cuda` (cold start, load and copy rates, prefill, decode, roofline ratio). */
+    /**
+     * `bench --backend cuda`: on one GPU cold start, load and copy rates, prefill, decode, roofline ratio; on several
+     * also the weights per rank and the all-reduce time per decode step.
+     */
     int benchCuda(int decodeTokens, java.io.PrintWriter out) {
         try {
-            return dev.v100.runtime.cuda.CudaBench.run(bundle, options(), cudaOptions(), decodeTokens, out);
+            List<Integer> g = gpuList();
+            if (g.size() > 1) return MultiGpuBench.run(bundle, options(), cudaOptions(), g, decodeTokens, out);
+            return dev.v100.runtime.cuda.CudaBench.run(bundle, options(), cudaOptions().withDevice(g.get(0)), decodeTokens, out);
         } catch (CudaUnavailableException e) {
             throw new UnsupportedBackendException(e.getMessage());
         }

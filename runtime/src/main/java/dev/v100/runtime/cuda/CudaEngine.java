@@ -19,24 +19,34 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
 
-/** An {@link Engine} on one GPU: one generation at a time. */
+/** An {@link Engine} on one GPU (every rank of the bundle on it) or one rank per GPU: one generation at a time. */
 public final class CudaEngine implements Engine {
     private final String modelId;
-    private final CudaModels.Loaded loaded;
+    private final DecoderModel model;
+    private final CudaModels.Loaded loaded;   // null when the ranks run on several GPUs
     private final TextModel text;
     private final GenerateLoop loop;
 
-    private CudaEngine(String modelId, CudaModels.Loaded loaded, TextModel text, Set<Integer> extraEos) {
+    private CudaEngine(String modelId, DecoderModel model, CudaModels.Loaded loaded, TextModel text, Set<Integer> extraEos) {
         this.modelId = modelId;
+        this.model = model;
         this.loaded = loaded;
         this.text = text;
         Set<Integer> eos = new HashSet<>(text.eosIds());
         eos.addAll(extraEos);
-        this.loop = new GenerateLoop(loaded.model(), text::stream, eos);
+        this.loop = new GenerateLoop(model, text::stream, eos);
     }
 
     /** Opens a bundle: tokenizer and chat template through {@code textOf}, then the weights onto the GPU. */
     public static CudaEngine open(Path bundlePath, ModelOptions opts, CudaOptions cuda, Function<Bundle, TextModel> textOf) {
+        return open(bundlePath, opts, cuda, List.of(cuda.device()), textOf);
+    }
+
+    /**
+     * Opens a bundle on gpus: one GPU runs every rank ({@link CudaModels}), several one rank each
+     * ({@link MultiGpuModels}; the bundle's tp x pp must equal their number).
+     */
+    public static CudaEngine open(Path bundlePath, ModelOptions opts, CudaOptions cuda, List<Integer> gpus, Function<Bundle, TextModel> textOf) {
         Bundle bundle = Bundle.open(bundlePath);
         TextModel text;
         Set<Integer> eos;
@@ -48,8 +58,11 @@ public final class CudaEngine implements Engine {
             bundle.close();
             throw e;
         }
-        CudaModels.Loaded loaded = CudaModels.load(bundle, opts, cuda);
-        return new CudaEngine(modelIdOf(bundlePath), loaded, text, eos);
+        if (gpus.size() > 1) {
+            return new CudaEngine(modelIdOf(bundlePath), MultiGpuModels.load(bundle, opts, cuda, gpus).model(), null, text, eos);
+        }
+        CudaModels.Loaded loaded = CudaModels.load(bundle, opts, cuda.withDevice(gpus.get(0)));
+        return new CudaEngine(modelIdOf(bundlePath), loaded.model(), loaded, text, eos);
     }
 
     static String modelIdOf(Path bundle) {
@@ -59,9 +72,10 @@ public final class CudaEngine implements Engine {
     }
 
     public DecoderModel model() {
-        return loaded.model();
+        return model;
     }
 
+    /** How the model got onto its GPU; null when it runs on several. */
     public CudaModels.Loaded loaded() {
         return loaded;
     }
@@ -73,12 +87,12 @@ public final class CudaEngine implements Engine {
 
     @Override
     public int contextLength() {
-        return loaded.model().contextTokens();
+        return model.contextTokens();
     }
 
     @Override
     public int vocabSize() {
-        return loaded.model().vocabSize();
+        return model.vocabSize();
     }
 
     @Override
@@ -104,6 +118,6 @@ public final class CudaEngine implements Engine {
 
     @Override
     public void close() {
-        loaded.model().close();
+        model.close();
     }
 }
