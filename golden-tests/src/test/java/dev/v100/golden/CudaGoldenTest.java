@@ -75,7 +75,11 @@ class CudaGoldenTest {
     }
 
     static Path bundleFor(GoldenCase c, GoldenSuiteTest.Layout l) {
-        Path b = work.resolve(c.id() + "-" + l);
+        return bundleFor(c, l, work);
+    }
+
+    static Path bundleFor(GoldenCase c, GoldenSuiteTest.Layout l, Path dir) {
+        Path b = dir.resolve(c.id() + "-" + l);
         try {
             new Converter().convert(c.source(), b, Converter.Options.of(l.tp(), l.pp()).withForce(true));
         } catch (dev.v100.formats.ModelFormatException e) {
@@ -89,8 +93,6 @@ class CudaGoldenTest {
         String why = unsupported(c);
         if (why != null) Assumptions.abort(why);
         Path bundle = bundleFor(c, l);
-        NpyArray ref = NpyReader.read(c.ref());
-        int vocab = (int) ref.shape()[1];
         CudaModels.Loaded loaded;
         try {
             loaded = CudaModels.open(bundle, ModelOptions.defaults().withContextTokens(64).withChunkTokens(64),
@@ -100,35 +102,45 @@ class CudaGoldenTest {
             return;
         }
         try (DecoderModel m = loaded.model()) {
-            Map<String, float[]> trace = new HashMap<>();
-            m.trace(p -> collect(p, trace));
-            float[] logits = m.forward(c.tokens(), 0, true);
-            m.trace(null);
-            double nmse = GoldenCompare.nmse(logits, ref.floats());
-            if (!(nmse <= GoldenCompare.GPU_FP16_NMSE)) {
-                fail(String.format(Locale.ROOT, "%s %s on CUDA: logits NMSE %.3g > %.0g (max abs %.3g); %s", c.id(), l, nmse,
-                        GoldenCompare.GPU_FP16_NMSE, GoldenCompare.maxAbs(logits, ref.floats()), divergence(c, trace)));
+            compare(c, l, m, "on CUDA");
+        }
+    }
+
+    /**
+     * The golden comparison of a loaded model ({@code on}: where it runs, for messages): logits NMSE, top-1
+     * where the reference margin allows, greedy continuation.
+     */
+    static void compare(GoldenCase c, GoldenSuiteTest.Layout l, DecoderModel m, String on) {
+        NpyArray ref = NpyReader.read(c.ref());
+        int vocab = (int) ref.shape()[1];
+        Map<String, float[]> trace = new HashMap<>();
+        m.trace(p -> collect(p, trace));
+        float[] logits = m.forward(c.tokens(), 0, true);
+        m.trace(null);
+        double nmse = GoldenCompare.nmse(logits, ref.floats());
+        if (!(nmse <= GoldenCompare.GPU_FP16_NMSE)) {
+            fail(String.format(Locale.ROOT, "%s %s %s: logits NMSE %.3g > %.0g (max abs %.3g); %s", c.id(), l, on, nmse,
+                    GoldenCompare.GPU_FP16_NMSE, GoldenCompare.maxAbs(logits, ref.floats()), divergence(c, trace)));
+        }
+        for (int pos = 0; pos < c.tokens().length; pos++) {
+            if (c.margins()[pos] <= FP16_MARGIN) continue;
+            int want = GoldenCompare.argmax(ref.floats(), pos, vocab), got = GoldenCompare.argmax(logits, pos, vocab);
+            if (want != got) {
+                fail(String.format(Locale.ROOT, "%s %s %s: top-1 at position %d is %d, transformers' is %d (margin %.3f); NMSE %.3g",
+                        c.id(), l, on, pos, got, want, c.margins()[pos], nmse));
             }
-            for (int pos = 0; pos < c.tokens().length; pos++) {
-                if (c.margins()[pos] <= FP16_MARGIN) continue;
-                int want = GoldenCompare.argmax(ref.floats(), pos, vocab), got = GoldenCompare.argmax(logits, pos, vocab);
-                if (want != got) {
-                    fail(String.format(Locale.ROOT, "%s %s on CUDA: top-1 at position %d is %d, transformers' is %d (margin %.3f); NMSE %.3g",
-                            c.id(), l, pos, got, want, c.margins()[pos], nmse));
-                }
+        }
+        int[] prompt = c.tokens();
+        float[] last = m.forward(prompt, 0, false);
+        int pos = prompt.length;
+        for (int step = 0; step < c.greedy().length && pos < m.contextTokens(); step++) {
+            int next = GoldenCompare.argmax(last, 0, vocab);
+            if (next != c.greedy()[step]) {
+                if (c.greedyMargins()[step] <= FP16_MARGIN) break;   // a near tie at fp16 precision: either token is right
+                fail(c.id() + " " + l + " " + on + ": greedy step " + step + " chose " + next + ", transformers chose " + c.greedy()[step]
+                        + " (margin " + c.greedyMargins()[step] + ")");
             }
-            int[] prompt = c.tokens();
-            float[] last = m.forward(prompt, 0, false);
-            int pos = prompt.length;
-            for (int step = 0; step < c.greedy().length && pos < m.contextTokens(); step++) {
-                int next = GoldenCompare.argmax(last, 0, vocab);
-                if (next != c.greedy()[step]) {
-                    if (c.greedyMargins()[step] <= FP16_MARGIN) break;   // a near tie at fp16 precision: either token is right
-                    fail(c.id() + " " + l + " on CUDA: greedy step " + step + " chose " + next + ", transformers chose " + c.greedy()[step]
-                            + " (margin " + c.greedyMargins()[step] + ")");
-                }
-                last = m.forward(new int[] {next}, pos++, false);
-            }
+            last = m.forward(new int[] {next}, pos++, false);
         }
     }
 

@@ -187,6 +187,8 @@ final class MultiGpuGroup implements AutoCloseable {
     private void await(int rank, String what, CompletableFuture<Void> f) {
         try {
             f.get(timeoutNanos, TimeUnit.NANOSECONDS);
+            // a result made while another rank failed (and NCCL was aborted under it) cannot be trusted
+            if (failure != null) throw surface();
         } catch (TimeoutException e) {
             fail(rank, what, new BackendException(String.format(Locale.ROOT, "%s did not finish %s within %d s (a collective waiting for a rank "
                     + "that never came? -D%s raises the limit)", rankNames[rank], what, TimeUnit.NANOSECONDS.toSeconds(timeoutNanos), TIMEOUT_PROPERTY)));
