@@ -6,7 +6,8 @@
 # travels to the device (tracked files + .device) must stay under 64 MiB; this script checks that.
 #
 # Usage: tools/device/build.sh        (ONLINE=1 lets Maven download missing artifacts)
-# Then, with the device tool:  carry [".device"], command "bash tools/device/run.sh"
+# Then, with the device tool:  carry [".device"], command "bash tools/device/run.sh" (one GPU)
+#                         or  carry [".device"], command "bash tools/device/run-multi.sh", kind nvidia-h200-x2
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -49,11 +50,12 @@ cp runtime/target/lib/*.jar runtime/target/v100-runtime.jar converter/target/v10
 cp runtime/target/gpu-test-lib/*.jar "$dev/lib/"
 # commons-compress's own dependencies serve tar bundles only; the device runs directory bundles (1.6 MB)
 rm -f "$dev"/lib/commons-codec-*.jar "$dev"/lib/commons-io-*.jar "$dev"/lib/commons-lang3-*.jar
-# the CUDA preset's natives jar holds bindings of every CUDA library (5 MB): keep the two the backend loads
+# the CUDA preset's natives jar holds bindings of every CUDA library (5 MB): keep the three the backend loads
+# (NCCL for ranks on several GPUs)
 for j in "$dev"/lib/cuda-*-linux-x86_64.jar; do
   tmp=$(mktemp -d)
   (cd "$tmp" && "$JAVA_HOME/bin/jar" xf "$root/$j" META-INF org/bytedeco/cuda/linux-x86_64/libjnicudart.so \
-      org/bytedeco/cuda/linux-x86_64/libjnicublas.so && rm -f "$root/$j" && \
+      org/bytedeco/cuda/linux-x86_64/libjnicublas.so org/bytedeco/cuda/linux-x86_64/libjninccl.so && rm -f "$root/$j" && \
    "$JAVA_HOME/bin/jar" cf "$root/$j" -C "$tmp" .)
   rm -rf "$tmp"
 done
@@ -72,12 +74,13 @@ if [ "$total" -ge "$CAP_BYTES" ] && [ "$(cat "$dev/jre/.v100-kind" 2>/dev/null)"
 fi
 if [ "$total" -ge "$CAP_BYTES" ]; then
   # last resort: the preset's Java classes of the CUDA libraries the backend does not use (0.7 MB)
-  echo "== still over the cap: only the cudart and cuBLAS classes of the CUDA preset"
+  echo "== still over the cap: only the cudart, cuBLAS and NCCL classes of the CUDA preset"
   for j in "$dev"/lib/cuda-*.jar; do
     case $j in *linux-x86_64*) continue ;; esac
     tmp=$(mktemp -d)
     (cd "$tmp" && "$JAVA_HOME/bin/jar" xf "$root/$j" META-INF org/bytedeco/cuda/presets org/bytedeco/cuda/cudart org/bytedeco/cuda/cublas \
-        org/bytedeco/cuda/global/cudart.class org/bytedeco/cuda/global/cublas.class && rm -f "$root/$j" && "$JAVA_HOME/bin/jar" cf "$root/$j" -C "$tmp" .)
+        org/bytedeco/cuda/nccl org/bytedeco/cuda/global/cudart.class org/bytedeco/cuda/global/cublas.class \
+        org/bytedeco/cuda/global/nccl.class && rm -f "$root/$j" && "$JAVA_HOME/bin/jar" cf "$root/$j" -C "$tmp" .)
     rm -rf "$tmp"
   done
   total=$((tracked + $(du -sb "$dev" | cut -f1)))

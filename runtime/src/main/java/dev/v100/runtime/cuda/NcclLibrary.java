@@ -39,7 +39,7 @@ final class NcclLibrary {
             Throwable root = e;
             while (root.getCause() != null) root = root.getCause();
             throw new CudaUnavailableException("NCCL is not available (" + root.getMessage() + "): running the ranks of a bundle on several GPUs "
-                    + "needs libnccl.so.2 (NCCL 2.x) on the library path; one GPU (--gpus 0) runs every rank of any bundle without it", e);
+                    + "needs libnccl.so.2 (NCCL 2.x) on the library path; one GPU (--gpus 0, or --device 0) runs every rank of any bundle without it", e);
         }
         int[] v = new int[1];
         check(ncclGetVersion(v), "ncclGetVersion", "reading the NCCL version", null);

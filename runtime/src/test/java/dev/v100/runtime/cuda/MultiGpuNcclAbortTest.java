@@ -23,6 +23,10 @@ class MultiGpuNcclAbortTest {
     void aFailedRankReleasesItsPeerFromAPendingAllReduce() {
         MultiGpuNcclTest.Rig rig = new MultiGpuNcclTest.Rig(2, 1);
         Buffer x0 = rig.ranks[0].allocate("x", 1, 4096), bad = rig.ranks[0].allocate("bad", 2, 4096), x1 = rig.ranks[1].allocate("x", 1, 4096);
+        // NCCL connects at the first collective: make that happen first (as the load-time check does), so that rank 1
+        // then waits on the GPU, where an abort releases it
+        rig.nccl.allReduceSum(List.of(x0, x1));
+        rig.ranks[1].read(x1);
         // rank 0 is busy, then fails; rank 1 meanwhile enters the all-reduce and waits on the GPU for rank 0
         rig.group.post(0, "being slow", () -> sleep(500));
         rig.ranks[0].add(x0, bad, 1f, x0);
