@@ -14,6 +14,9 @@ import static org.bytedeco.cuda.global.nccl.*;
  * afterwards each communicator is used only from its rank's worker thread.
  */
 final class NcclComms {
+    /** How long a failure waits for the communicators' aborts before going on (they run on daemon threads). */
+    static final long ABORT_WAIT_NANOS = 30_000_000_000L;
+
     final int tp;
     final int pp;
     private final ncclComm[] stage;   // by rank; null when tp == 1
@@ -86,9 +89,23 @@ final class NcclComms {
     void abortAll() {
         if (aborted) return;
         aborted = true;
+        // one thread per communicator: an abort that waits on a peer's pending kernel cannot hold up the abort
+        // that releases that kernel
+        java.util.List<Thread> threads = new java.util.ArrayList<>();
         for (ncclComm[] cs : new ncclComm[][] {stage, world}) {
             if (cs == null) continue;
-            for (ncclComm c : cs) if (c != null) ncclCommAbort(c);
+            for (ncclComm c : cs) {
+                if (c != null) threads.add(Thread.ofPlatform().daemon(true).name("v100-nccl-abort").start(() -> ncclCommAbort(c)));
+            }
+        }
+        long until = System.nanoTime() + ABORT_WAIT_NANOS;
+        for (Thread t : threads) {
+            try {
+                t.join(Math.max(1, (until - System.nanoTime()) / 1_000_000));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
         }
     }
 
