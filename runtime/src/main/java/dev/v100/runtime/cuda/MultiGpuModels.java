@@ -90,11 +90,12 @@ public final class MultiGpuModels {
         int tp = m.parallel().tp(), pp = m.parallel().pp(), world = tp * pp, n = gpus.size();
         if (n == 0) throw new IllegalArgumentException("no GPUs given");
         if (n == 1 || n == world) return;
-        throw new ModelLoadException(String.format(Locale.ROOT,
-                "%s is cut for tp %d x pp %d: %d ranks, one per GPU, so it runs on %d GPUs (e.g. --gpus %s) or on one GPU that runs every rank "
-                        + "(--gpus %d,); --gpus gave %d GPUs (%s). %s",
-                where, tp, pp, world, world, IntStream.range(0, world).mapToObj(Integer::toString).collect(Collectors.joining(",")), gpus.get(0), n,
-                gpus.stream().map(Object::toString).collect(Collectors.joining(",")), layoutsFor(n)));
+        String runsOn = world == 1
+                ? String.format(Locale.ROOT, "one rank, so it runs on one GPU (--gpus %d,)", gpus.get(0))
+                : String.format(Locale.ROOT, "%d ranks, one per GPU, so it runs on %d GPUs (e.g. --gpus %s) or on one GPU that runs every rank (--gpus %d,)",
+                        world, world, IntStream.range(0, world).mapToObj(Integer::toString).collect(Collectors.joining(",")), gpus.get(0));
+        throw new ModelLoadException(String.format(Locale.ROOT, "%s is cut for tp %d x pp %d: %s; --gpus gave %d GPUs (%s). %s", where, tp, pp, runsOn,
+                n, gpus.stream().map(Object::toString).collect(Collectors.joining(",")), layoutsFor(n)));
     }
 
     /** What the converter would have to write for n GPUs. */

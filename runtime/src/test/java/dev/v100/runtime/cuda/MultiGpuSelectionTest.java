@@ -54,6 +54,9 @@ class MultiGpuSelectionTest {
         assertEquals("B is cut for tp 2 x pp 2: 4 ranks, one per GPU, so it runs on 4 GPUs (e.g. --gpus 0,1,2,3) or on one GPU that runs every "
                 + "rank (--gpus 0,); --gpus gave 2 GPUs (0,1). To use 2 GPUs, convert the model again with v100-convert --tp 2 --pp 1 or "
                 + "v100-convert --tp 1 --pp 2.", e.getMessage());
+        e = assertThrows(ModelLoadException.class, () -> MultiGpuModels.checkLayout(manifest(1, 1), List.of(2, 3), "B"));
+        assertEquals("B is cut for tp 1 x pp 1: one rank, so it runs on one GPU (--gpus 2,); --gpus gave 2 GPUs (2,3). To use 2 GPUs, convert "
+                + "the model again with v100-convert --tp 2 --pp 1 or v100-convert --tp 1 --pp 2.", e.getMessage());
         e = assertThrows(ModelLoadException.class, () -> MultiGpuModels.checkLayout(tp2, List.of(0, 1, 2), "B"));
         assertTrue(e.getMessage().endsWith("No layout the converter writes has 3 ranks (tp 1, 2, 4 or 8 x pp 1 or 2)."), e.getMessage());
         assertEquals("To use 8 GPUs, convert the model again with v100-convert --tp 8 --pp 1 or v100-convert --tp 4 --pp 2.",
