@@ -23,6 +23,8 @@ dev=.device
 mvn_opts=(-B -q -Pcuda13 -DskipTests)
 [ "${ONLINE:-0}" = 1 ] || mvn_opts+=(-o)
 echo "== mvn ${mvn_opts[*]} package (runtime, golden-tests and what they need)"
+# a default-profile build may have left the CUDA 12.9 presets in target/lib: the device must see only 13.1
+rm -rf runtime/target/lib runtime/target/gpu-test-lib converter/target/lib
 mvn "${mvn_opts[@]}" package -pl runtime,golden-tests -am
 
 mkdir -p "$dev"
