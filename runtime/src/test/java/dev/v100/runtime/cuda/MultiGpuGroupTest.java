@@ -70,6 +70,7 @@ class MultiGpuGroupTest {
                 new Layout("tp 2 KV-head replication", base.withShape(97, 64, 2, 128, 4, 1, 16), 2, 1),
                 new Layout("pp 2", base, 1, 2),
                 new Layout("tp 2 x pp 2 qwen2 bias", base.withArch("qwen2").withFeatures(true, false), 2, 2),
+                new Layout("tp 2 Q4_K/Q6_K (MultiGpuModelTest's K-quant cut)", MultiGpuModelTest.kQuantTp2(TestBundles.Spec.llama(GgmlType.F16)), 2, 1),
                 new Layout("tp 1", base, 1, 1)
         ).map(l -> DynamicTest.dynamicTest(l.label, () -> {
             Path bundle = TestBundles.write(tmp.resolve(l.label.replaceAll("[^A-Za-z0-9]+", "-")), l.spec, TestBundles.randomWeights(l.spec, 3), l.tp, l.pp);

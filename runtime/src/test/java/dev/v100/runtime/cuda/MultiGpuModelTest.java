@@ -62,10 +62,18 @@ class MultiGpuModelTest {
         return List.of(
                 new Layout("llama F16 tp2", base, 2, 1),
                 new Layout("llama Q8_0 tp2 KV-head replication", base.withShape(97, 64, 2, 128, 4, 1, 32).withTypes(GgmlType.Q8_0, GgmlType.F16), 2, 1),
-                new Layout("llama Q4_K/Q6_K tp2", base.withShape(97, 256, 2, 512, 4, 2, 64).withTypes(GgmlType.Q4_K, GgmlType.Q6_K), 2, 1),
+                new Layout("llama Q4_K/Q6_K tp2", kQuantTp2(base), 2, 1),
                 new Layout("qwen3 qk-norm pp2", base.withArch("qwen3").withFeatures(false, true), 1, 2),
                 new Layout("qwen2 bias tp2 x pp2", base.withArch("qwen2").withFeatures(true, false), 2, 2),
                 new Layout("granite tp4 KV-head replication", base.withArch("granite").withGranite(12, 0.22, 0.0078125, 8), 4, 1));
+    }
+
+    /**
+     * K-quants cut at tp 2: every column cut (o_proj by heads x headDim / 2, ffn_down by ffn / 2) a whole
+     * 256-element block, so heads of 128 (4 x 128 / 2 = 256) and ffn 512.
+     */
+    static TestBundles.Spec kQuantTp2(TestBundles.Spec base) {
+        return base.withShape(97, 256, 2, 512, 4, 2, 128).withTypes(GgmlType.Q4_K, GgmlType.Q6_K);
     }
 
     @TestFactory

@@ -230,7 +230,12 @@ public final class TestBundles {
             return new Part(f, slice, shape, b);
         }
         long bs = f.type.blockSize;
-        if (start % bs != 0 || len % bs != 0) throw new IllegalArgumentException(f.name + ": column cut not on " + f.type + " blocks");
+        if (start % bs != 0 || len % bs != 0) {
+            throw new IllegalArgumentException(String.format(java.util.Locale.ROOT,
+                    "%s: column cut [%d, %d) of %d at tp %d is not on %s blocks of %d elements: choose a spec whose per-rank width "
+                            + "(heads x headDim / tp for attn_output, ffn / tp for ffn_down) is a multiple of %d", f.name, start, start + len,
+                    f.shape[1], tp, f.type, bs, bs));
+        }
         long rows = f.shape[0], rowBytes = f.rowBytes();
         long from = start / bs * f.type.typeSize, partRow = len / bs * f.type.typeSize;
         byte[] b = new byte[(int) (rows * partRow)];
