@@ -127,6 +127,25 @@ final class MultiGpuGroup implements AutoCloseable {
     }
 
     /**
+     * Runs issue on the calling thread once every listed rank has issued everything posted to it so far
+     * (their workers wait meanwhile for what comes next): NCCL operations it enqueues for those ranks (one
+     * ncclGroupStart/End) are all in their streams before any of them runs a later op. Issued that way, no
+     * GPU ever runs an NCCL kernel whose peer operation has not been issued yet, so no CUDA call a rank's
+     * worker makes in between (the first cuBLAS use, a large allocation, a module load: calls that may wait
+     * for work on the other GPUs of the process) can wait for a transfer that waits for it. A failure of
+     * issue fails the group (on ranks[0]).
+     */
+    void issueTogether(int[] ranks, String what, Runnable issue) {
+        barrier(ranks, what);
+        try {
+            issue.run();
+        } catch (RuntimeException | Error e) {
+            fail(ranks[0], what, e);
+            throw surface();
+        }
+    }
+
+    /**
      * Collectives that run on the calling thread once every rank has drained its queue: the host
      * implementations (the CPU's, in tests) behind worker threads, which they could not otherwise see.
      */
@@ -191,7 +210,8 @@ final class MultiGpuGroup implements AutoCloseable {
             if (failure != null) throw surface();
         } catch (TimeoutException e) {
             fail(rank, what, new BackendException(String.format(Locale.ROOT, "%s did not finish %s within %d s (a collective waiting for a rank "
-                    + "that never came? -D%s raises the limit)", rankNames[rank], what, TimeUnit.NANOSECONDS.toSeconds(timeoutNanos), TIMEOUT_PROPERTY)));
+                    + "that never came? -D%s raises the limit); %s", rankNames[rank], what, TimeUnit.NANOSECONDS.toSeconds(timeoutNanos),
+                    TIMEOUT_PROPERTY, describeWorkers())));
             throw surface();
         } catch (ExecutionException e) {
             if (failure != null) throw surface();
@@ -203,6 +223,13 @@ final class MultiGpuGroup implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new BackendException("interrupted while waiting for " + rankNames[rank] + " (" + what + ")", e);
         }
+    }
+
+    /** Every rank's worker now ({@link MultiGpuWorker#describe}), for a hang's report. */
+    String describeWorkers() {
+        StringBuilder sb = new StringBuilder();
+        for (int r = 0; r < workers.length; r++) sb.append(r == 0 ? "" : "; ").append(rankNames[r]).append(": ").append(workers[r].describe());
+        return sb.toString();
     }
 
     /**

@@ -21,6 +21,8 @@ final class MultiGpuWorker {
     private final LinkedBlockingQueue<Task> queue = new LinkedBlockingQueue<>();
     private final Thread thread;
     private volatile boolean stopped;
+    private volatile String running;      // the op on the thread now, null when idle (for a hang's report)
+    private volatile long runningSince;   // System.nanoTime() when it started
 
     /** One posted op; done is null for a fire-and-forget op. */
     private record Task(String what, Runnable body, CompletableFuture<Void> done, boolean always) {}
@@ -70,6 +72,29 @@ final class MultiGpuWorker {
         thread.join(millis);
     }
 
+    /** Innermost frames of a busy worker's stack that a hang's report shows. */
+    static final int REPORTED_FRAMES = 6;
+
+    /**
+     * What the thread is doing now, for a call that timed out: "idle, 0 queued" or "running 'attention'
+     * for 31.2 s, 12 queued, at cuMemAlloc_v2 &lt;- CudaDevice.malloc &lt;- ..." (its innermost frames:
+     * the blocking driver or NCCL call shows there).
+     */
+    String describe() {
+        String op = running;
+        int queued = queue.size();
+        if (op == null) return "idle, " + queued + " queued";
+        StringBuilder sb = new StringBuilder(String.format(java.util.Locale.ROOT, "running '%s' for %.1f s, %d queued, at ", op,
+                (System.nanoTime() - runningSince) / 1e9, queued));
+        StackTraceElement[] st = thread.getStackTrace();
+        for (int i = 0; i < Math.min(REPORTED_FRAMES, st.length); i++) {
+            if (i > 0) sb.append(" <- ");
+            String cls = st[i].getClassName();
+            sb.append(cls.substring(cls.lastIndexOf('.') + 1)).append('.').append(st[i].getMethodName());
+        }
+        return sb.toString();
+    }
+
     private void loop() {
         while (true) {
             Task t;
@@ -90,10 +115,14 @@ final class MultiGpuWorker {
                 if (t.done != null) t.done.completeExceptionally(earlier);
                 continue;
             }
+            runningSince = System.nanoTime();
+            running = t.what;
             try {
                 t.body.run();
+                running = null;
                 if (t.done != null) t.done.complete(null);
             } catch (Throwable e) {
+                running = null;
                 if (!t.always) group.fail(rank, t.what, e);
                 if (t.done != null) t.done.completeExceptionally(e);
             }

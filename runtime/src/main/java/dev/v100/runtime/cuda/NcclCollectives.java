@@ -25,17 +25,28 @@ import static org.bytedeco.cuda.global.nccl.*;
  * after the transfer). The vocab-split logits are gathered by the model on the host (each last-stage
  * rank's rows read back; {@link dev.v100.runtime.model.DecoderModel}).
  *
- * <p>Calls are issued on each rank's own worker thread, in order with that rank's ops
+ * <p>All-reduces are issued on each rank's own worker thread, in order with that rank's ops
  * ({@link Issue#WORKER}, the default), or, with {@code -Dv100.nccl.issue=grouped}, from the calling
  * thread inside ncclGroupStart/End once every rank involved has issued its earlier ops (one host
  * round trip per collective; the one-thread pattern NCCL documents for several GPUs per thread).
+ *
+ * <p>Pipeline hand-offs are always issued that second way ({@link MultiGpuGroup#issueTogether}): send and
+ * receive in one group from the calling thread once both ranks have drained. Issued on each rank's worker,
+ * the receiver's ncclRecv went into its stream at once, its kernel waiting for a send the sender's worker
+ * would issue only after its whole stage. At tp 1 x pp 2 on two H200s the first forward of {@code bench}
+ * hung there: rank 0 never finished layer 0 (its first cuBLAS GEMM, its GEMM timing and the 67 GiB KV page
+ * pool of its first attention; the golden tests, with a 256 MiB pool, cuBLAS already loaded by their tp-1
+ * run and the same threading, passed), so one of those CUDA calls waited for the receiving GPU, whose
+ * kernel waited for that send. The stages run one after the other anyway: issuing the receiver's ops after
+ * the sender's costs little. The all-reduces of a stage are symmetric (every rank issues the same ops
+ * before each one) and ran without a hang at tp 2.
  *
  * <p>With {@link #timing} on, every collective is bracketed by CUDA events on each rank's stream:
  * {@link #takeTimings} reports the time each rank's stream spent in all-reduces (waiting for the
  * slowest peer included) and in pipeline transfers.
  */
 public final class NcclCollectives implements Collectives {
-    /** How NCCL calls are issued: {@code worker} (default) or {@code grouped}. */
+    /** How all-reduces are issued: {@code worker} (default) or {@code grouped}; hand-offs are always grouped. */
     public static final String ISSUE_PROPERTY = "v100.nccl.issue";
 
     enum Issue { WORKER, GROUPED }
@@ -129,13 +140,14 @@ public final class NcclCollectives implements Collectives {
             }
         } else {
             List<CUevent_st[]> ev = beginAll(ranks, timed);
-            group.barrier(ranks, "all-reduce");
-            NcclLibrary.check(ncclGroupStart(), "ncclGroupStart", null, null);
-            try {
-                for (int i = 0; i < n; i++) allReduce(ranks[i], bufs[i]);
-            } finally {
-                NcclLibrary.check(ncclGroupEnd(), "ncclGroupEnd", "all-reduce of " + bufs[0], null);
-            }
+            group.issueTogether(ranks, "all-reduce", () -> {
+                NcclLibrary.check(ncclGroupStart(), "ncclGroupStart", null, null);
+                try {
+                    for (int i = 0; i < n; i++) allReduce(ranks[i], bufs[i]);
+                } finally {
+                    NcclLibrary.check(ncclGroupEnd(), "ncclGroupEnd", "all-reduce of " + bufs[0], null);
+                }
+            });
             for (int i = 0; i < n; i++) {
                 int r = ranks[i];
                 CUevent_st[] e = ev.get(i);
@@ -163,24 +175,10 @@ public final class NcclCollectives implements Collectives {
             group.post(s, "copy", () -> backends[s].copy(f, t));
             return;
         }
-        boolean timed = timing;
-        if (issue == Issue.WORKER) {
-            group.post(s, "pipeline send", () -> {
-                CUevent_st[] ev = begin(s, timed);
-                p2p(s, f, d, true);
-                end(s, ev, stats[s].pendingTransfer);
-                stats[s].transfers++;
-            });
-            group.post(d, "pipeline receive", () -> {
-                CUevent_st[] ev = begin(d, timed);
-                p2p(d, t, s, false);
-                end(d, ev, stats[d].pendingTransfer);
-                stats[d].transfers++;
-            });
-        } else {
-            int[] ranks = {s, d};
-            List<CUevent_st[]> ev = beginAll(ranks, timed);
-            group.barrier(ranks, "pipeline hand-off");
+        // both halves in one group once both ranks have drained, whatever the all-reduces do (see the class comment)
+        int[] ranks = {s, d};
+        List<CUevent_st[]> ev = beginAll(ranks, timing);
+        group.issueTogether(ranks, "pipeline hand-off", () -> {
             NcclLibrary.check(ncclGroupStart(), "ncclGroupStart", null, null);
             try {
                 p2p(s, f, d, true);
@@ -188,14 +186,14 @@ public final class NcclCollectives implements Collectives {
             } finally {
                 NcclLibrary.check(ncclGroupEnd(), "ncclGroupEnd", "pipeline hand-off of " + f, null);
             }
-            for (int i = 0; i < 2; i++) {
-                int r = ranks[i];
-                CUevent_st[] e = ev.get(i);
-                group.post(r, "pipeline hand-off", () -> {
-                    end(r, e, stats[r].pendingTransfer);
-                    stats[r].transfers++;
-                });
-            }
+        });
+        for (int i = 0; i < 2; i++) {
+            int r = ranks[i];
+            CUevent_st[] e = ev.get(i);
+            group.post(r, "pipeline hand-off", () -> {
+                end(r, e, stats[r].pendingTransfer);
+                stats[r].transfers++;
+            });
         }
     }
 
@@ -310,7 +308,12 @@ public final class NcclCollectives implements Collectives {
 
     @Override
     public String toString() {
-        return String.format(Locale.ROOT, "NCCL %s collectives, tp %d x pp %d, issued %s", NcclLibrary.versionString(), comms.tp, comms.pp,
-                issue == Issue.WORKER ? "on each rank's thread" : "in groups from the model's thread");
+        String allReduces = issue == Issue.WORKER ? "on each rank's thread" : "in groups from the model's thread";
+        if (comms.tp == 1) return String.format(Locale.ROOT, "NCCL %s collectives, tp 1 x pp %d, hand-offs issued in groups from the model's thread",
+                NcclLibrary.versionString(), comms.pp);
+        if (comms.pp == 1) return String.format(Locale.ROOT, "NCCL %s collectives, tp %d x pp 1, all-reduces issued %s", NcclLibrary.versionString(),
+                comms.tp, allReduces);
+        return String.format(Locale.ROOT, "NCCL %s collectives, tp %d x pp %d, all-reduces issued %s, hand-offs in groups from the model's thread",
+                NcclLibrary.versionString(), comms.tp, comms.pp, allReduces);
     }
 }

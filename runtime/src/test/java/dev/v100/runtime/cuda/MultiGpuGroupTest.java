@@ -174,6 +174,9 @@ class MultiGpuGroupTest {
         g.post(1, "a collective", () -> sleep(3000));
         BackendException e = assertThrows(BackendException.class, () -> g.call(1, "reading logits", () -> { }));
         assertTrue(e.getMessage().contains("rank 1 (cpu) did not finish reading logits within 1 s"), e.getMessage());
+        // the report says what every worker was doing: the hung one's op and innermost frames
+        assertTrue(e.getMessage().contains("rank 0 (cpu): idle, 0 queued"), e.getMessage());
+        assertTrue(e.getMessage().matches("(?s).*rank 1 \\(cpu\\): running 'a collective' for \\d+\\.\\d s, 1 queued, at Thread\\.sleep.*"), e.getMessage());
         assertEquals(1, hook.get());
         assertThrows(BackendException.class, () -> g.post(0, "an op", () -> { }));
         g.close();
