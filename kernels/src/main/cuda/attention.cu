@@ -1,4 +1,6 @@
-// Causal grouped-query attention over a paged fp16 KV cache.
+// Causal grouped-query attention over a paged fp16 KV cache; q, k, v and out are fp32 activations.
+// startPos (the position of query row 0) is the device's step position, step[STEP_POS], so that a captured
+// decode step replays at the next position.
 //
 // Cache layout: a pool of pages pageStride halves apart; a page holds PAGE positions of one layer of
 // one sequence, K [kvHeads][PAGE][headDim] then V [kvHeads][PAGE][headDim] (fp16). A sequence's block
@@ -19,9 +21,10 @@ __device__ __forceinline__ const h16* k_row(const h16* pool, const int* table, i
     return pool + (i64) table[pos / PAGE] * pageStride + ((i64) kvh * PAGE + pos % PAGE) * hd;
 }
 
-// Stores k, v [n, kvHeads * hd] at positions [startPos, startPos + n)
-extern "C" __global__ void kv_store(const h16* k, const h16* v, int n, int kvHeads, int hd, h16* pool, const int* table, i64 pageStride,
-                                    int startPos) {
+// Stores k, v [n, kvHeads * hd] (rounded to fp16) at positions [startPos, startPos + n)
+extern "C" __global__ void kv_store(const float* k, const float* v, int n, int kvHeads, int hd, h16* pool, const int* table, i64 pageStride,
+                                    const int* step) {
+    int startPos = step[STEP_POS];
     i64 total = (i64) n * kvHeads * hd;
     i64 vOff = (i64) kvHeads * PAGE * hd;
     for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64) gridDim.x * blockDim.x) {
@@ -30,8 +33,8 @@ extern "C" __global__ void kv_store(const h16* k, const h16* v, int n, int kvHea
         int h = (int) (th % kvHeads), t = (int) (th / kvHeads);
         int pos = startPos + t;
         h16* kr = pool + (i64) table[pos / PAGE] * pageStride + ((i64) h * PAGE + pos % PAGE) * hd;
-        kr[d] = k[i];
-        kr[vOff + d] = v[i];
+        kr[d] = f2h_sat(k[i]);
+        kr[vOff + d] = f2h_sat(v[i]);
     }
 }
 
@@ -46,14 +49,14 @@ __device__ __forceinline__ float block_max(float v, float* red) {
 }
 
 // grid (heads, splits, n). partO [n, heads, splits, hd], partML [n, heads, splits, 2] (max, sum)
-extern "C" __global__ void attn_decode(const h16* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, i64 pageStride,
-                                       int startPos, float scale, int splits, float* partO, float* partML) {
+extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, i64 pageStride,
+                                       const int* step, float scale, int splits, float* partO, float* partML) {
     __shared__ float qs[256];
     __shared__ float p[CHUNK];
     __shared__ float red[32];
     int h = blockIdx.x, s = blockIdx.y, t = blockIdx.z;
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    int len = startPos + t + 1;
+    int len = step[STEP_POS] + t + 1;
     int k0 = s * CHUNK, k1 = min(k0 + CHUNK, len);
     int kvh = h / (heads / kvHeads);
     i64 part = ((i64) t * heads + h) * splits + s;
@@ -62,8 +65,8 @@ extern "C" __global__ void attn_decode(const h16* q, int heads, int kvHeads, int
         for (int d = tid; d < hd; d += blockDim.x) partO[part * hd + d] = 0.f;
         return;
     }
-    const h16* qr = q + ((i64) t * heads + h) * hd;
-    for (int d = tid; d < hd; d += blockDim.x) qs[d] = h2f(qr[d]);
+    const float* qr = q + ((i64) t * heads + h) * hd;
+    for (int d = tid; d < hd; d += blockDim.x) qs[d] = qr[d];
     __syncthreads();
     int cnt = k1 - k0;
     for (int j = warp; j < cnt; j += blockDim.x >> 5) {
@@ -94,7 +97,7 @@ extern "C" __global__ void attn_decode(const h16* q, int heads, int kvHeads, int
 }
 
 // grid (heads, n): out [n, heads * hd] = merged partials of (row, head)
-extern "C" __global__ void attn_combine(const float* partO, const float* partML, int heads, int hd, int splits, h16* out) {
+extern "C" __global__ void attn_combine(const float* partO, const float* partML, int heads, int hd, int splits, float* out) {
     int h = blockIdx.x, t = blockIdx.y;
     i64 base = ((i64) t * heads + h) * splits;
     float M = -INFINITY;
@@ -110,7 +113,7 @@ extern "C" __global__ void attn_combine(const float* partO, const float* partML,
             float ms = partML[2 * (base + s)];
             if (ms > -INFINITY) a += partO[(base + s) * hd + d] * expf(ms - M);
         }
-        out[((i64) t * heads + h) * hd + d] = f2h_sat(a / L);
+        out[((i64) t * heads + h) * hd + d] = a / L;
     }
 }
 
@@ -119,8 +122,8 @@ extern "C" __global__ void attn_combine(const float* partO, const float* partML,
 __device__ __forceinline__ int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
 // grid (ceil(n / QT), heads), THREADS threads, dynamic shared memory as KernelCatalog.attnPrefillSmemBytes
-extern "C" __global__ void attn_prefill(const h16* q, int n, int heads, int kvHeads, int hd, const h16* pool, const int* table,
-                                        i64 pageStride, int startPos, float scale, h16* out) {
+extern "C" __global__ void attn_prefill(const float* q, int n, int heads, int kvHeads, int hd, const h16* pool, const int* table,
+                                        i64 pageStride, const int* step, float scale, float* out) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int kt = hd <= 128 ? 64 : 32;       // keys per tile
     const int hdp = round_up(hd, 16);         // WMMA K/N extent over head dims (zero padded)
@@ -137,12 +140,13 @@ extern "C" __global__ void attn_prefill(const h16* q, int n, int heads, int kvHe
 
     int tid = threadIdx.x, warp = tid >> 5;
     int q0 = blockIdx.x * QT, h = blockIdx.y;
+    int startPos = step[STEP_POS];
     int kvh = h / (heads / kvHeads);
     int rowsHere = min(QT, n - q0);
     i64 qStride = (i64) heads * hd;
     for (int i = tid; i < QT * hdp; i += blockDim.x) {
         int r = i / hdp, d = i % hdp;
-        Qs[r * dp + d] = r < rowsHere && d < hd ? q[(i64) (q0 + r) * qStride + (i64) h * hd + d] : (h16) 0;
+        Qs[r * dp + d] = r < rowsHere && d < hd ? f2h_sat(q[(i64) (q0 + r) * qStride + (i64) h * hd + d]) : (h16) 0;
         O[r * dp + d] = 0.f;
     }
     if (tid < QT) { Mx[tid] = -INFINITY; Lx[tid] = 0.f; }
@@ -222,6 +226,6 @@ extern "C" __global__ void attn_prefill(const h16* q, int n, int heads, int kvHe
     __syncthreads();
     for (int i = tid; i < rowsHere * hd; i += blockDim.x) {
         int r = i / hd, d = i % hd;
-        out[(i64) (q0 + r) * qStride + (i64) h * hd + d] = f2h_sat(O[r * dp + d] / Lx[r]);
+        out[(i64) (q0 + r) * qStride + (i64) h * hd + d] = O[r * dp + d] / Lx[r];
     }
 }

@@ -3,8 +3,16 @@
 // Every kernel targets compute_70 (V100); the PTX also runs on later GPUs through the driver's JIT.
 #pragma once
 
-typedef unsigned short h16;            // IEEE binary16 bits (activations, KV cache, fp16 weights)
+typedef unsigned short h16;            // IEEE binary16 bits (KV cache, fp16 weights, tensor-core operands)
 typedef long long i64;
+
+// Activations are fp32 in device memory (every op reads and writes float); fp16 appears only where the
+// hardware wants it: the WMMA operands of the prefill GEMM and attention, the KV cache, fp16 weights.
+
+// The step parameters of a device (CudaDevice.StepParams): one int block the host uploads in stream
+// order before the kernels that read it, so that a captured CUDA graph replays with new values.
+#define STEP_POS 0    // position of row 0 of the ops that take one (rope, KV store, attention)
+#define STEP_IDS 4    // token ids of the embedding gather start here
 
 #define FP16_MAX 65504.0f
 #define INFINITY __int_as_float(0x7f800000)
@@ -21,8 +29,8 @@ __device__ __forceinline__ h16 f2h(float f) {
     return h;
 }
 
-// Every fp16 write-back of a computed value goes through this: finite overflow saturates at +-65504
-// instead of becoming Inf; NaN stays NaN (the comparisons are false), so the non-finite check sees it.
+// Every conversion of a computed value to fp16 (tensor-core operands, KV cache) goes through this: finite
+// overflow saturates at +-65504 instead of becoming Inf; NaN stays NaN (the comparisons are false).
 __device__ __forceinline__ h16 f2h_sat(float f) {
     if (f > FP16_MAX) f = FP16_MAX;
     else if (f < -FP16_MAX) f = -FP16_MAX;
@@ -51,6 +59,16 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
     __syncthreads();
     float t = lane < nw ? red[lane] : 0.f;
     return warp_sum(t);
+}
+
+// 32 floats at p (16-byte aligned) into registers.
+__device__ __forceinline__ void load32f(const float* p, float* out) {
+    const float4* q = reinterpret_cast<const float4*>(p);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        float4 v = q[i];
+        out[4 * i] = v.x; out[4 * i + 1] = v.y; out[4 * i + 2] = v.z; out[4 * i + 3] = v.w;
+    }
 }
 
 // 32 fp16 values at p (16-byte aligned) into floats.

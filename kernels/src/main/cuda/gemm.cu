@@ -1,8 +1,9 @@
 // Matrix-matrix products for prefill: y [n, rows] = x [n, cols] . W^T on the tensor cores (WMMA
-// 16x16x16, fp16 operands, fp32 accumulators). A block computes a tile of 64 token rows x 128 output
-// rows: per 32-column step it stages the x tile and the decoded W tile (any stored type, one row's unit
-// per thread) in shared memory as fp16, and its four warps each multiply a 32 x 64 sub-tile.
-// Also: dequant_* writes rows of a stored weight as fp16, for cuBLAS GemmEx on large products.
+// 16x16x16, fp16 operands, fp32 accumulators), x and y fp32. A block computes a tile of 64 token rows x
+// 128 output rows: per 32-column step it stages the x tile (converted to fp16) and the decoded W tile (any
+// stored type, one row's unit per thread) in shared memory as fp16, and its four warps each multiply a
+// 32 x 64 sub-tile. Also: dequant_* writes rows of a stored weight as fp16, and f32_to_f16 (elementwise.cu)
+// the activations, for cuBLAS GemmEx on large products.
 #include "quant.cuh"
 
 #define TM 64      // token rows per tile
@@ -19,7 +20,7 @@ __device__ __forceinline__ uint4 pack8(const float* v) {
 }
 
 template <int T>
-__device__ __forceinline__ void gemm_impl(const WView& w, const h16* x, int n, h16* y, int rows) {
+__device__ __forceinline__ void gemm_impl(const WView& w, const float* x, int n, float* y, int rows) {
     __shared__ __align__(128) h16 As[TM * LDS];
     __shared__ __align__(128) h16 Bs[TN * LDS];
     __shared__ __align__(128) float Cs[4][16 * 16];
@@ -39,17 +40,23 @@ __device__ __forceinline__ void gemm_impl(const WView& w, const h16* x, int n, h
         {   // x tile: thread -> row tid/2, columns 16*(tid%2) .. +16
             int row = tid >> 1, c0 = 16 * (tid & 1), gm = m0 + row;
             h16* dst = As + row * LDS + c0;
+            float xs[16];
             if (gm < n && vec) {
-                const uint4* src = reinterpret_cast<const uint4*>(x + (i64) gm * K + 32 * u + c0);
-                reinterpret_cast<uint4*>(dst)[0] = src[0];
-                reinterpret_cast<uint4*>(dst)[1] = src[1];
+                const float4* src = reinterpret_cast<const float4*>(x + (i64) gm * K + 32 * u + c0);
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    float4 f = src[q];
+                    xs[4 * q] = f.x; xs[4 * q + 1] = f.y; xs[4 * q + 2] = f.z; xs[4 * q + 3] = f.w;
+                }
             } else {
 #pragma unroll
                 for (int i = 0; i < 16; i++) {
                     int k = 32 * u + c0 + i;
-                    dst[i] = gm < n && k < K ? x[(i64) gm * K + k] : (h16) 0;
+                    xs[i] = gm < n && k < K ? x[(i64) gm * K + k] : 0.f;
                 }
             }
+            reinterpret_cast<uint4*>(dst)[0] = pack8(xs);
+            reinterpret_cast<uint4*>(dst)[1] = pack8(xs + 8);
         }
         {   // W tile: thread -> weight row n0 + tid, decoded
             i64 gr = n0 + tid;
@@ -91,7 +98,7 @@ __device__ __forceinline__ void gemm_impl(const WView& w, const h16* x, int n, h
                 int idx = lane + 32 * e, row = idx >> 4, col = idx & 15;
                 int gm = m0 + 32 * wm + 16 * i + row;
                 i64 gr = n0 + 64 * wn + 16 * j + col;
-                if (gm < n && gr < rows) y[(i64) gm * rows + gr] = f2h_sat(cs[idx]);
+                if (gm < n && gr < rows) y[(i64) gm * rows + gr] = cs[idx];
             }
             __syncwarp();
         }
@@ -116,7 +123,7 @@ __device__ __forceinline__ void dequant_impl(const WView& w, i64 row0, int nRows
 }
 
 #define GEMM(SUFFIX, T)                                                                                          \
-    extern "C" __global__ void gemm_##SUFFIX(WEIGHT_PARAMS, const h16* x, int n, h16* y, int rows) {             \
+    extern "C" __global__ void gemm_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {         \
         gemm_impl<T>(WEIGHT_VIEW, x, n, y, rows);                                                                \
     }                                                                                                            \
     extern "C" __global__ void dequant_##SUFFIX(WEIGHT_PARAMS, i64 row0, int nRows, h16* out) {                  \

@@ -1,6 +1,8 @@
 // The Qwen3.5/3.6 hybrid-layer ops (Gated-DeltaNet, gated attention) and the MoE routing ops, as the
-// reference (kernels.ref RefGdn, RefMoe, RefOps) defines them: fp16 activations in and out, fp32 math,
-// fp32 recurrent state in device memory (conv inputs [C, K-1], delta-rule state [Hv, dk, dv]).
+// reference (kernels.ref RefGdn, RefMoe, RefOps) defines them: fp32 activations in and out, fp32 math,
+// fp32 recurrent state in device memory (conv inputs [C, K-1], delta-rule state [Hv, dk, dv]). Nothing here
+// rounds to fp16: the GDN amplifies such rounding (exp of the decay, l2norm and the gated RMSNorm of heads
+// whose values nearly cancel), and MoE top-k turns it into a different expert choice.
 #include "common.cuh"
 
 #define FOR_EACH(i, n) for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64) gridDim.x * blockDim.x)
@@ -10,7 +12,7 @@
 __device__ __forceinline__ float sigmoidf(float x) { return 1.f / (1.f + expf(-x)); }
 
 // dst[t, j*blockCols + c] = src[t, firstCol + j*strideCols + c]
-extern "C" __global__ void copy_columns(const h16* src, int srcCols, int firstCol, int blockCols, int strideCols, int n, h16* dst,
+extern "C" __global__ void copy_columns(const float* src, int srcCols, int firstCol, int blockCols, int strideCols, int n, float* dst,
                                         int dstCols) {
     FOR_EACH(i, (i64) n * dstCols) {
         i64 t = i / dstCols;
@@ -20,47 +22,47 @@ extern "C" __global__ void copy_columns(const h16* src, int srcCols, int firstCo
 }
 
 // out = x * sigmoid(gate); out may alias x
-extern "C" __global__ void sigmoid_mul(const h16* x, const h16* gate, h16* out, i64 n) {
-    FOR_EACH(i, n) out[i] = f2h_sat(h2f(x[i]) * sigmoidf(h2f(gate[i])));
+extern "C" __global__ void sigmoid_mul(const float* x, const float* gate, float* out, i64 n) {
+    FOR_EACH(i, n) out[i] = x[i] * sigmoidf(gate[i]);
 }
 
 // L2 norm per group: x / sqrt(sum(x^2) + eps); one block per group; out may alias x
-extern "C" __global__ void l2norm(const h16* x, h16* out, int groupElems, float eps) {
+extern "C" __global__ void l2norm(const float* x, float* out, int groupElems, float eps) {
     __shared__ float red[32];
-    const h16* xg = x + (i64) blockIdx.x * groupElems;
-    h16* og = out + (i64) blockIdx.x * groupElems;
+    const float* xg = x + (i64) blockIdx.x * groupElems;
+    float* og = out + (i64) blockIdx.x * groupElems;
     float ss = 0.f;
     for (int i = threadIdx.x; i < groupElems; i += blockDim.x) {
-        float v = h2f(xg[i]);
+        float v = xg[i];
         ss += v * v;
     }
     ss = block_sum(ss, red);
     float inv = 1.f / sqrtf(ss + eps);
-    for (int i = threadIdx.x; i < groupElems; i += blockDim.x) og[i] = f2h_sat(h2f(xg[i]) * inv);
+    for (int i = threadIdx.x; i < groupElems; i += blockDim.x) og[i] = xg[i] * inv;
 }
 
 // Gated RMSNorm per group of groupElems: (x / sqrt(mean(x^2) + eps) * w) * silu(z); out may alias x
-extern "C" __global__ void rmsnorm_gated(const h16* x, const h16* z, const float* w, h16* out, int groupElems, float eps) {
+extern "C" __global__ void rmsnorm_gated(const float* x, const float* z, const float* w, float* out, int groupElems, float eps) {
     __shared__ float red[32];
     i64 base = (i64) blockIdx.x * groupElems;
     float ss = 0.f;
     for (int i = threadIdx.x; i < groupElems; i += blockDim.x) {
-        float v = h2f(x[base + i]);
+        float v = x[base + i];
         ss += v * v;
     }
     ss = block_sum(ss, red);
     float inv = 1.f / sqrtf(ss / (float) groupElems + eps);
     for (int i = threadIdx.x; i < groupElems; i += blockDim.x) {
-        float zi = h2f(z[base + i]);
-        out[base + i] = f2h_sat(h2f(x[base + i]) * inv * w[i] * (zi * sigmoidf(zi)));
+        float zi = z[base + i];
+        out[base + i] = x[base + i] * inv * w[i] * (zi * sigmoidf(zi));
     }
 }
 
 // Causal depthwise conv1d + SiLU over x [n, C], one thread per channel walking its rows in order; the
 // window of the last K-1 inputs starts from the state and ends there. out may alias x (each input is
 // read before its row is written). kernel [C, K] fp32 (wF32) or fp16 (wF16), one of them null.
-extern "C" __global__ void causal_conv1d(const h16* x, int n, int channels, const float* wF32, const h16* wF16, int kernel,
-                                         float* state, h16* out) {
+extern "C" __global__ void causal_conv1d(const float* x, int n, int channels, const float* wF32, const h16* wF16, int kernel,
+                                         float* state, float* out) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= channels) return;
     int hist = kernel - 1;
@@ -71,12 +73,12 @@ extern "C" __global__ void causal_conv1d(const h16* x, int n, int channels, cons
         win[j] = j < hist ? state[(i64) c * hist + j] : 0.f;
     }
     for (int t = 0; t < n; t++) {
-        float xi = h2f(x[(i64) t * channels + c]);
+        float xi = x[(i64) t * channels + c];
         float acc = w[hist] * xi;   // window slot hist is the current row
 #pragma unroll
         for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
             if (j < hist) acc += w[j] * win[j];
-        out[(i64) t * channels + c] = f2h_sat(acc * sigmoidf(acc));
+        out[(i64) t * channels + c] = acc * sigmoidf(acc);
 #pragma unroll
         for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
             if (j + 1 < hist) win[j] = win[j + 1];
@@ -87,23 +89,23 @@ extern "C" __global__ void causal_conv1d(const h16* x, int n, int channels, cons
 
 // decay = -exp(aLog[h]) * softplus(alpha + dtBias[h]) (torch softplus: linear above 20), betaOut = sigmoid(beta),
 // elementwise over [n, heads]; outputs may alias the inputs
-extern "C" __global__ void delta_gates(const h16* alpha, const h16* beta, const float* aLog, const float* dtBias, h16* decayOut,
-                                       h16* betaOut, int heads, i64 n) {
+extern "C" __global__ void delta_gates(const float* alpha, const float* beta, const float* aLog, const float* dtBias, float* decayOut,
+                                       float* betaOut, int heads, i64 n) {
     FOR_EACH(i, n) {
         int h = (int) (i % heads);
-        float a = h2f(alpha[i]) + dtBias[h];
+        float a = alpha[i] + dtBias[h];
         float sp = a > 20.f ? a : log1pf(expf(a));
-        float b = h2f(beta[i]);
-        decayOut[i] = f2h_sat(-expf(aLog[h]) * sp);
-        betaOut[i] = f2h_sat(sigmoidf(b));
+        float b = beta[i];
+        decayOut[i] = -expf(aLog[h]) * sp;
+        betaOut[i] = sigmoidf(b);
     }
 }
 
 // The gated delta rule, rows in order; one block per value head h, a thread per state column j:
 //   S = exp(decay) S;  delta = beta (v - S^T k);  S += k (x) delta;  out = S^T (scale q)
 // S [dk, dv] fp32 of head h lives in state (global, L2-resident); q, k of the head's key head in shared memory.
-extern "C" __global__ void gated_delta_rule(const h16* q, const h16* k, const h16* v, const h16* decay, const h16* beta, int n, int keyHeads,
-                                            int valueHeads, int dk, int dv, float scale, float* state, h16* out) {
+extern "C" __global__ void gated_delta_rule(const float* q, const float* k, const float* v, const float* decay, const float* beta, int n,
+                                            int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out) {
     __shared__ float qs[GDN_MAX_KEY_DIM], ks[GDN_MAX_KEY_DIM];
     int h = blockIdx.x;
     int kh = h / (valueHeads / keyHeads);
@@ -112,11 +114,11 @@ extern "C" __global__ void gated_delta_rule(const h16* q, const h16* k, const h1
     for (int t = 0; t < n; t++) {
         __syncthreads();   // the previous row is done with qs/ks
         for (int i = threadIdx.x; i < dk; i += blockDim.x) {
-            qs[i] = h2f(q[t * qkCols + (i64) kh * dk + i]) * scale;
-            ks[i] = h2f(k[t * qkCols + (i64) kh * dk + i]);
+            qs[i] = q[t * qkCols + (i64) kh * dk + i] * scale;
+            ks[i] = k[t * qkCols + (i64) kh * dk + i];
         }
         __syncthreads();
-        float e = expf(h2f(decay[(i64) t * valueHeads + h])), b = h2f(beta[(i64) t * valueHeads + h]);
+        float e = expf(decay[(i64) t * valueHeads + h]), b = beta[(i64) t * valueHeads + h];
         for (int j = threadIdx.x; j < dv; j += blockDim.x) {
             float kv = 0.f;
             for (int i = 0; i < dk; i++) {
@@ -124,28 +126,28 @@ extern "C" __global__ void gated_delta_rule(const h16* q, const h16* k, const h1
                 S[(i64) i * dv + j] = s;
                 kv += s * ks[i];
             }
-            float delta = (h2f(v[t * vCols + (i64) h * dv + j]) - kv) * b;
+            float delta = (v[t * vCols + (i64) h * dv + j] - kv) * b;
             float o = 0.f;
             for (int i = 0; i < dk; i++) {
                 float s = S[(i64) i * dv + j] + ks[i] * delta;
                 S[(i64) i * dv + j] = s;
                 o += s * qs[i];
             }
-            out[t * vCols + (i64) h * dv + j] = f2h_sat(o);
+            out[t * vCols + (i64) h * dv + j] = o;
         }
     }
 }
 
 // Softmax routing, one thread per token: probabilities over the experts (fp32), the topK largest in
 // descending order (ties: the lower id), divided by their sum when normalize
-extern "C" __global__ void moe_route(const h16* logits, int n, int experts, int topK, int normalize, int* ids, float* weights) {
+extern "C" __global__ void moe_route(const float* logits, int n, int experts, int topK, int normalize, int* ids, float* weights) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
-    const h16* l = logits + (i64) t * experts;
+    const float* l = logits + (i64) t * experts;
     float mx = -INFINITY;
-    for (int e = 0; e < experts; e++) mx = fmaxf(mx, h2f(l[e]));
+    for (int e = 0; e < experts; e++) mx = fmaxf(mx, l[e]);
     float sum = 0.f;
-    for (int e = 0; e < experts; e++) sum += expf(h2f(l[e]) - mx);
+    for (int e = 0; e < experts; e++) sum += expf(l[e] - mx);
     float kept = 0.f, prev = INFINITY;
     int prevId = -1;
     for (int s = 0; s < topK; s++) {
@@ -153,7 +155,7 @@ extern "C" __global__ void moe_route(const h16* logits, int n, int experts, int 
         int best = -1;
         float bp = -1.f;
         for (int e = 0; e < experts; e++) {
-            float p = expf(h2f(l[e]) - mx);
+            float p = expf(l[e] - mx);
             bool after = p < prev || (p == prev && e > prevId);
             if (after && (best < 0 || p > bp)) { best = e; bp = p; }
         }
@@ -168,23 +170,23 @@ extern "C" __global__ void moe_route(const h16* logits, int n, int experts, int 
 }
 
 // out[t, c] = sum_s weights[t*topK + s] * expertOut[t*topK + s, c]
-extern "C" __global__ void moe_combine(const h16* expertOut, const float* weights, int n, int topK, int cols, h16* out) {
+extern "C" __global__ void moe_combine(const float* expertOut, const float* weights, int n, int topK, int cols, float* out) {
     FOR_EACH(i, (i64) n * cols) {
         i64 t = i / cols;
         int c = (int) (i % cols);
         float acc = 0.f;
-        for (int s = 0; s < topK; s++) acc += weights[t * topK + s] * h2f(expertOut[(t * topK + s) * cols + c]);
-        out[i] = f2h_sat(acc);
+        for (int s = 0; s < topK; s++) acc += weights[t * topK + s] * expertOut[(t * topK + s) * cols + c];
+        out[i] = acc;
     }
 }
 
 // y[t, :] *= sigmoid(x[t, :] . gate), one block per row
-extern "C" __global__ void sigmoid_gate_rows(const h16* x, const float* gate, int h, h16* y, int yCols) {
+extern "C" __global__ void sigmoid_gate_rows(const float* x, const float* gate, int h, float* y, int yCols) {
     __shared__ float red[32];
     i64 t = blockIdx.x;
     float d = 0.f;
-    for (int i = threadIdx.x; i < h; i += blockDim.x) d += h2f(x[t * h + i]) * gate[i];
+    for (int i = threadIdx.x; i < h; i += blockDim.x) d += x[t * h + i] * gate[i];
     d = block_sum(d, red);
     float g = sigmoidf(d);
-    for (int c = threadIdx.x; c < yCols; c += blockDim.x) y[t * yCols + c] = f2h_sat(h2f(y[t * yCols + c]) * g);
+    for (int c = threadIdx.x; c < yCols; c += blockDim.x) y[t * yCols + c] = y[t * yCols + c] * g;
 }

@@ -2,14 +2,14 @@
 // as a host argmax scanning upward picks). One block per row.
 #include "common.cuh"
 
-extern "C" __global__ void argmax_rows(const h16* x, int cols, int* out) {
+extern "C" __global__ void argmax_rows(const float* x, int cols, int* out) {
     __shared__ float bestV[32];
     __shared__ int bestI[32];
-    const h16* row = x + (i64) blockIdx.x * cols;
+    const float* row = x + (i64) blockIdx.x * cols;
     float bv = -INFINITY;
     int bi = 0x7fffffff;
     for (int i = threadIdx.x; i < cols; i += blockDim.x) {
-        float v = h2f(row[i]);
+        float v = row[i];
         if (v > bv) { bv = v; bi = i; }
     }
 #pragma unroll

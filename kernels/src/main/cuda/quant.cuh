@@ -58,13 +58,39 @@ __device__ __forceinline__ void scale_min_k4(int j, const unsigned char* q, int&
     }
 }
 
-// Elements [32u, 32u + 32) of row r into out[32] (elements at or past cols, F32/F16 only, are 0).
+// Elements [32u, 32u + 32) of row r into out[32] (elements at or past cols, F32/F16 only, are 0), reading the
+// stored bytes at `row`, which holds the row's bytes from unit u - ul on: the row itself in global memory
+// (ul = u), or a chunk of it staged in shared memory (ul = u minus the chunk's first unit, a block boundary).
+// u (global) only bounds F32/F16 rows and picks W4A16 groups.
 template <int T>
-__device__ __forceinline__ void decode32(const WView& w, i64 r, int u, float* out);
+__device__ __forceinline__ void decode32_at(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out);
+
+// Elements [32u, 32u + 32) of row r, read from the weight in global memory.
+template <int T>
+__device__ __forceinline__ void decode32(const WView& w, i64 r, int u, float* out) {
+    decode32_at<T>(w.data + r * w.rowBytes, u, w, r, u, out);
+}
+
+// Bytes per stored block and 32-element units per block of each type (a K-quant block of 256 is 8 units):
+// the unit range [u0, u1) of a row, u0 and u1 block boundaries, is bytes [u0 / UPB * BB, u1 / UPB * BB).
+template <int T> struct Geo;
+template <> struct Geo<WT_F32> { static const int BB = 128, UPB = 1; };
+template <> struct Geo<WT_F16> { static const int BB = 64, UPB = 1; };
+template <> struct Geo<WT_Q8_0> { static const int BB = 34, UPB = 1; };
+template <> struct Geo<WT_Q4_0> { static const int BB = 18, UPB = 1; };
+template <> struct Geo<WT_Q4_1> { static const int BB = 20, UPB = 1; };
+template <> struct Geo<WT_Q5_0> { static const int BB = 22, UPB = 1; };
+template <> struct Geo<WT_Q5_1> { static const int BB = 24, UPB = 1; };
+template <> struct Geo<WT_Q2_K> { static const int BB = 84, UPB = 8; };
+template <> struct Geo<WT_Q3_K> { static const int BB = 110, UPB = 8; };
+template <> struct Geo<WT_Q4_K> { static const int BB = 144, UPB = 8; };
+template <> struct Geo<WT_Q5_K> { static const int BB = 176, UPB = 8; };
+template <> struct Geo<WT_Q6_K> { static const int BB = 210, UPB = 8; };
+template <> struct Geo<WT_W4A16> { static const int BB = 16, UPB = 1; };
 
 template <>
-__device__ __forceinline__ void decode32<WT_F32>(const WView& w, i64 r, int u, float* out) {
-    const float* p = reinterpret_cast<const float*>(w.data + r * w.rowBytes) + 32 * u;
+__device__ __forceinline__ void decode32_at<WT_F32>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    const float* p = reinterpret_cast<const float*>(row) + 32 * ul;
     if (32 * u + 32 <= w.cols && (w.cols & 3) == 0) {
         const float4* q = reinterpret_cast<const float4*>(p);
 #pragma unroll
@@ -79,8 +105,8 @@ __device__ __forceinline__ void decode32<WT_F32>(const WView& w, i64 r, int u, f
 }
 
 template <>
-__device__ __forceinline__ void decode32<WT_F16>(const WView& w, i64 r, int u, float* out) {
-    const h16* p = reinterpret_cast<const h16*>(w.data + r * w.rowBytes) + 32 * u;
+__device__ __forceinline__ void decode32_at<WT_F16>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    const h16* p = reinterpret_cast<const h16*>(row) + 32 * ul;
     if (32 * u + 32 <= w.cols && (w.cols & 7) == 0) {
         load32h(p, out);
     } else {
@@ -91,8 +117,8 @@ __device__ __forceinline__ void decode32<WT_F16>(const WView& w, i64 r, int u, f
 
 // block_q8_0 { half d; int8 qs[32]; } 34 bytes: y = d * q
 template <>
-__device__ __forceinline__ void decode32<WT_Q8_0>(const WView& w, i64 r, int u, float* out) {
-    const unsigned char* b = w.data + r * w.rowBytes + 34 * u;
+__device__ __forceinline__ void decode32_at<WT_Q8_0>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    const unsigned char* b = row + 34 * ul;
     float d = ldh(b);
 #pragma unroll
     for (int i = 0; i < 16; i++) {
@@ -104,8 +130,8 @@ __device__ __forceinline__ void decode32<WT_Q8_0>(const WView& w, i64 r, int u, 
 
 // block_q4_0 { half d; u8 qs[16]; } 18 bytes: qs[j] low nibble = element j, high = j + 16; y = (q - 8) * d
 template <>
-__device__ __forceinline__ void decode32<WT_Q4_0>(const WView& w, i64 r, int u, float* out) {
-    const unsigned char* b = w.data + r * w.rowBytes + 18 * u;
+__device__ __forceinline__ void decode32_at<WT_Q4_0>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    const unsigned char* b = row + 18 * ul;
     float d = ldh(b);
 #pragma unroll
     for (int i = 0; i < 8; i++) {
@@ -121,8 +147,8 @@ __device__ __forceinline__ void decode32<WT_Q4_0>(const WView& w, i64 r, int u, 
 
 // block_q4_1 { half d, m; u8 qs[16]; } 20 bytes: y = q * d + m
 template <>
-__device__ __forceinline__ void decode32<WT_Q4_1>(const WView& w, i64 r, int u, float* out) {
-    const unsigned char* b = w.data + r * w.rowBytes + 20 * u;
+__device__ __forceinline__ void decode32_at<WT_Q4_1>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    const unsigned char* b = row + 20 * ul;
     float d = ldh(b), m = ldh(b + 2);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -138,8 +164,8 @@ __device__ __forceinline__ void decode32<WT_Q4_1>(const WView& w, i64 r, int u, 
 
 // block_q5_0 { half d; u8 qh[4]; u8 qs[16]; } 22 bytes: bit j of qh is element j's fifth bit; y = (q - 16) * d
 template <>
-__device__ __forceinline__ void decode32<WT_Q5_0>(const WView& w, i64 r, int u, float* out) {
-    const unsigned char* b = w.data + r * w.rowBytes + 22 * u;
+__device__ __forceinline__ void decode32_at<WT_Q5_0>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    const unsigned char* b = row + 22 * ul;
     float d = ldh(b);
     unsigned qh = ld16(b + 2) | (ld16(b + 4) << 16);
 #pragma unroll
@@ -159,8 +185,8 @@ __device__ __forceinline__ void decode32<WT_Q5_0>(const WView& w, i64 r, int u, 
 
 // block_q5_1 { half d, m; u8 qh[4]; u8 qs[16]; } 24 bytes: y = q * d + m
 template <>
-__device__ __forceinline__ void decode32<WT_Q5_1>(const WView& w, i64 r, int u, float* out) {
-    const unsigned char* b = w.data + r * w.rowBytes + 24 * u;
+__device__ __forceinline__ void decode32_at<WT_Q5_1>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    const unsigned char* b = row + 24 * ul;
     float d = ldh(b), m = ldh(b + 2);
     unsigned qh = ld32(b + 4);
 #pragma unroll
@@ -181,9 +207,9 @@ __device__ __forceinline__ void decode32<WT_Q5_1>(const WView& w, i64 r, int u, 
 // block_q2_K { u8 scales[16]; u8 qs[64]; half d, dmin; } 84 bytes. Element e = 32s + l of sub-block s:
 // q = (qs[32*(s/4) + l] >> 2*(s%4)) & 3, sc = scales[e/16]; y = (d * (sc & 15)) * q - dmin * (sc >> 4)
 template <>
-__device__ __forceinline__ void decode32<WT_Q2_K>(const WView& w, i64 r, int u, float* out) {
-    const unsigned char* b = w.data + r * w.rowBytes + 84 * (u >> 3);
-    int s = u & 7;
+__device__ __forceinline__ void decode32_at<WT_Q2_K>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    const unsigned char* b = row + 84 * (ul >> 3);
+    int s = ul & 7;
     float d = ldh(b + 80), dmin = ldh(b + 82);
     int shift = 2 * (s & 3);
     const unsigned char* qs = b + 16 + 32 * (s >> 2);
@@ -204,9 +230,9 @@ __device__ __forceinline__ void decode32<WT_Q2_K>(const WView& w, i64 r, int u, 
 // low = (qs[32*(s/4) + l] >> 2*(s%4)) & 3, minus 4 unless bit s of hmask[l]; 6-bit signed scale j = e/16
 // (low nibble in scales[j] or scales[j-8] >> 4, high 2 bits in scales[8 + j%4] >> 2*(j/4)), minus 32
 template <>
-__device__ __forceinline__ void decode32<WT_Q3_K>(const WView& w, i64 r, int u, float* out) {
-    const unsigned char* b = w.data + r * w.rowBytes + 110 * (u >> 3);
-    int s = u & 7;
+__device__ __forceinline__ void decode32_at<WT_Q3_K>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    const unsigned char* b = row + 110 * (ul >> 3);
+    int s = ul & 7;
     float dAll = ldh(b + 108);
     int shift = 2 * (s & 3);
     const unsigned char* qs = b + 32 + 32 * (s >> 2);
@@ -233,9 +259,9 @@ __device__ __forceinline__ void decode32<WT_Q3_K>(const WView& w, i64 r, int u, 
 // block_q4_K { half d, dmin; u8 scales[12]; u8 qs[128]; } 144 bytes. Sub-block s: q = (qs[32*(s/2) + l]
 // >> 4*(s%2)) & 15; y = (d * sc) * q - dmin * m
 template <>
-__device__ __forceinline__ void decode32<WT_Q4_K>(const WView& w, i64 r, int u, float* out) {
-    const unsigned char* b = w.data + r * w.rowBytes + 144 * (u >> 3);
-    int s = u & 7;
+__device__ __forceinline__ void decode32_at<WT_Q4_K>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    const unsigned char* b = row + 144 * (ul >> 3);
+    int s = ul & 7;
     float d = ldh(b), dmin = ldh(b + 2);
     int sc, m;
     scale_min_k4(s, b + 4, sc, m);
@@ -256,9 +282,9 @@ __device__ __forceinline__ void decode32<WT_Q4_K>(const WView& w, i64 r, int u, 
 // block_q5_K { half d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]; } 176 bytes: as Q4_K plus fifth bit
 // (qh[l] >> s) & 1
 template <>
-__device__ __forceinline__ void decode32<WT_Q5_K>(const WView& w, i64 r, int u, float* out) {
-    const unsigned char* b = w.data + r * w.rowBytes + 176 * (u >> 3);
-    int s = u & 7;
+__device__ __forceinline__ void decode32_at<WT_Q5_K>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    const unsigned char* b = row + 176 * (ul >> 3);
+    int s = ul & 7;
     float d = ldh(b), dmin = ldh(b + 2);
     int sc, m;
     scale_min_k4(s, b + 4, sc, m);
@@ -284,9 +310,9 @@ __device__ __forceinline__ void decode32<WT_Q5_K>(const WView& w, i64 r, int u, 
 // = s/4, quarter = s%4: lo = (ql[64*half + 32*(quarter%2) + l] >> 4*(quarter/2)) & 15, hi = (qh[32*half +
 // l] >> 2*quarter) & 3; y = (d * scales[e/16]) * ((lo | hi << 4) - 32)
 template <>
-__device__ __forceinline__ void decode32<WT_Q6_K>(const WView& w, i64 r, int u, float* out) {
-    const unsigned char* b = w.data + r * w.rowBytes + 210 * (u >> 3);
-    int s = u & 7, half = s >> 2, quarter = s & 3;
+__device__ __forceinline__ void decode32_at<WT_Q6_K>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    const unsigned char* b = row + 210 * (ul >> 3);
+    int s = ul & 7, half = s >> 2, quarter = s & 3;
     float d = ldh(b + 208);
     const unsigned char* ql = b + 64 * half + 32 * (quarter & 1);
     const unsigned char* qh = b + 128 + 32 * half;
@@ -309,8 +335,8 @@ __device__ __forceinline__ void decode32<WT_Q6_K>(const WView& w, i64 r, int u, 
 // W4A16 (docs/FORMAT.md): row r at r * cols/2 bytes, u32 word w holds columns 8w..8w+7, column 8w + j in
 // nibble {0,4,1,5,2,6,3,7}[j]; y = (q - zero) * scale of the column's group
 template <>
-__device__ __forceinline__ void decode32<WT_W4A16>(const WView& w, i64 r, int u, float* out) {
-    uint4 v4 = *reinterpret_cast<const uint4*>(w.data + r * w.rowBytes + 16 * u);
+__device__ __forceinline__ void decode32_at<WT_W4A16>(const unsigned char* row, int ul, const WView& w, i64 r, int u, float* out) {
+    uint4 v4 = *reinterpret_cast<const uint4*>(row + 16 * ul);
     i64 g = r * w.groups + ((32 * u) >> w.groupShift);
     float s = h2f(w.scales[g]);
     int z = w.zeros[g];

@@ -27,8 +27,14 @@ public final class KernelCatalog {
 
     /** Threads per block of the element-wise, norm and rope kernels. */
     public static final int ELEMENTWISE_THREADS = 256;
-    /** GEMV: one warp per output row, this many warps per block. */
+    /** GEMV: threads per block (the reference twin: one warp per output row). */
     public static final int GEMV_THREADS = 128;
+    /** The fast GEMV: weight rows per block for one token row (gemv_*) and for up to GEMV_MAX_TOKENS (gemv8_*). */
+    public static final int GEMV_ROWS_PER_BLOCK = 4;
+    public static final int GEMV8_ROWS_PER_BLOCK = 2;
+    /** The fast GEMV's alignment: weight address and row stride in bytes (its 16-byte loads), columns in elements. */
+    public static final int GEMV_FAST_ALIGN_BYTES = 16;
+    public static final int GEMV_FAST_COLS_MULTIPLE = 32;
     /** GEMV handles at most this many token rows at once (decode, small batches); more go to the GEMM. */
     public static final int GEMV_MAX_TOKENS = 8;
     /** GEMM tile: tokens x output rows per block, K step of one 32-element unit. */
@@ -43,6 +49,13 @@ public final class KernelCatalog {
     /** Gated-DeltaNet: the longest conv kernel and the largest key head dim the hybrid kernels take. */
     public static final int CONV_MAX_KERNEL = 8;
     public static final int GDN_MAX_KEY_DIM = 256;
+    /**
+     * The step block of a device (int32 values the host uploads before the kernels that read them, see
+     * common.cuh): the position of row 0 at {@code STEP_POS}, the token ids of the embedding gather from
+     * {@code STEP_IDS} on.
+     */
+    public static final int STEP_POS = 0;
+    public static final int STEP_IDS = 4;
     /** Prefill attention: query rows per block; keys per tile for headDim <= 128 (half that above). */
     public static final int ATTN_PREFILL_QUERY_TILE = 32;
     public static final int ATTN_PREFILL_KEY_TILE = 64;
@@ -64,14 +77,17 @@ public final class KernelCatalog {
         add("elementwise", "add_scaled", ew, 0);
         add("elementwise", "add_bias", ew, 0);
         add("elementwise", "scale_inplace", ew, 0);
-        add("elementwise", "f32_to_f16_rows", ew, 0);
+        add("elementwise", "f32_to_f16", ew, 0);
         add("elementwise", "check_nonfinite", ew, 0);
+        add("elementwise", "copy_f32", ew, 0);
         add("norm", "rmsnorm", ew, 0);
         add("rope", "rope_neox", ew, 0);
         for (String t : GGML_TYPE_SUFFIXES) add("embed", "embed_" + t, ew, 0);
         add("embed", "embed_" + W4A16_SUFFIX, ew, 0);
         for (String t : allWeightSuffixes()) {
             add("gemv", "gemv_" + t, GEMV_THREADS, 0);
+            add("gemv", "gemv8_" + t, GEMV_THREADS, 0);
+            add("gemv", "gemv_ref_" + t, GEMV_THREADS, 0);
             add("gemm", "gemm_" + t, GEMM_THREADS, 0);
             add("gemm", "dequant_" + t, ew, 0);
         }
@@ -80,7 +96,7 @@ public final class KernelCatalog {
         add("attention", "attn_combine", ATTN_THREADS, 0);
         add("attention", "attn_prefill", ATTN_THREADS, attnPrefillSmemBytes(ATTN_MAX_HEAD_DIM));
         add("logits", "argmax_rows", ew, 0);
-        for (String t : GGML_TYPE_SUFFIXES) add("gemv", "expert_gemv_" + t, GEMV_THREADS, 0);
+        for (String t : allWeightSuffixes()) add("gemv", "expert_gemv_" + t, GEMV_THREADS, 0);
         for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates", "gated_delta_rule",
                 "moe_route", "moe_combine", "sigmoid_gate_rows")) {
             add("hybrid", k, ew, 0);

@@ -26,16 +26,21 @@ import static org.bytedeco.cuda.global.cublas.*;
 import static org.bytedeco.cuda.global.cudart.*;
 
 /**
- * The CUDA backend of one rank: fp16 activations in device memory, weights in their stored types
- * (the rank's whole file in one device allocation, every tensor at its file offset), fp32
- * accumulation in every kernel, every fp16 write-back saturated at +-65504. One stream per device;
- * kernels come from the build (kernels/src/main/cuda, see {@link KernelCatalog}).
+ * The CUDA backend of one rank: fp32 activations in device memory, weights in their stored types
+ * (the rank's whole file in one device allocation, every tensor at its file offset), fp32 arithmetic
+ * in every kernel; fp16 only where the hardware wants it (the tensor-core operands of the prefill GEMM
+ * and attention, saturated at +-65504) and in the KV cache. Kernels come from the build
+ * (kernels/src/main/cuda, see {@link KernelCatalog}) and are launched through the device's
+ * {@link LaunchQueue}, which replays repeated launch sequences (decode steps) as CUDA graphs; the
+ * position and the token ids reach the kernels through the device's step block, not as arguments.
  *
- * <p>Matmuls of at most {@link KernelCatalog#GEMV_MAX_TOKENS} token rows run the GEMV kernels (decode);
- * larger ones the WMMA GEMM kernels or cuBLAS GemmEx on fp16 (F16 weights in place, others
- * dequantized in row chunks), whichever {@link GemmPolicy} measured faster for that shape.
- * Attention runs flash-decoding for up to {@link #DECODE_ATTENTION_MAX_ROWS} query rows and the
- * tiled WMMA prefill kernel above that.
+ * <p>Matmuls of at most {@link KernelCatalog#GEMV_MAX_TOKENS} token rows run the GEMV kernels (decode:
+ * fp32 in and out, exact decode of the weights); larger ones the WMMA GEMM kernels or cuBLAS GemmEx on
+ * fp16 operands (F16 weights in place, others dequantized in row chunks), whichever {@link GemmPolicy}
+ * measured faster for that shape. Attention runs flash-decoding for up to
+ * {@link #DECODE_ATTENTION_MAX_ROWS} query rows and the tiled WMMA prefill kernel above that.
+ *
+ * <p>Ops are issued from one thread at a time (no locks per op).
  */
 public final class CudaBackend implements Backend {
     /** Query rows up to which attention uses the split-K decode kernels (each row re-reads its keys). */
@@ -44,9 +49,11 @@ public final class CudaBackend implements Backend {
     static final long DEQUANT_SCRATCH_BYTES = 64L << 20;
     private static final int EW = KernelCatalog.ELEMENTWISE_THREADS;
     private static final int MAX_EW_BLOCKS = 8192;
+    private static final int F32_BYTES = CudaBuffer.ELEM_BYTES;
 
     final CudaDevice device;
     private final String name;
+    private final String argmaxScratch;
     private final List<Long> allocations = new ArrayList<>();
     private final List<CudaKvCache> caches = new ArrayList<>();
     private final Map<Rope, Long> ropeTables = new HashMap<>();
@@ -58,14 +65,42 @@ public final class CudaBackend implements Backend {
     private String lastWeight = "(none)";
     private int lastLayer = -1;
     private boolean closed;
+    // the fixed kernels, resolved once
+    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnCombine,
+            kAttnPrefill, kArgmax, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kGateRows;
 
     /** A backend on {@code device} (which it retains until {@link #close}). */
     public CudaBackend(CudaDevice device, String name) {
         device.retain();
         this.device = device;
         this.name = name;
+        this.argmaxScratch = "argmax:" + name;
         this.gemm = new GemmPolicy(device);
         this.checkNonFinite = device.options.checkNonFinite();
+        kSiluMul = device.kernel("silu_mul");
+        kAddScaled = device.kernel("add_scaled");
+        kAddBias = device.kernel("add_bias");
+        kScale = device.kernel("scale_inplace");
+        kToF16 = device.kernel("f32_to_f16");
+        kCheck = device.kernel("check_nonfinite");
+        kCopy = device.kernel("copy_f32");
+        kRmsNorm = device.kernel("rmsnorm");
+        kRope = device.kernel("rope_neox");
+        kKvStore = device.kernel("kv_store");
+        kAttnDecode = device.kernel("attn_decode");
+        kAttnCombine = device.kernel("attn_combine");
+        kAttnPrefill = device.kernel("attn_prefill");
+        kArgmax = device.kernel("argmax_rows");
+        kCopyColumns = device.kernel("copy_columns");
+        kSigmoidMul = device.kernel("sigmoid_mul");
+        kL2Norm = device.kernel("l2norm");
+        kRmsNormGated = device.kernel("rmsnorm_gated");
+        kConv = device.kernel("causal_conv1d");
+        kDeltaGates = device.kernel("delta_gates");
+        kDeltaRule = device.kernel("gated_delta_rule");
+        kRoute = device.kernel("moe_route");
+        kCombine = device.kernel("moe_combine");
+        kGateRows = device.kernel("sigmoid_gate_rows");
     }
 
     @Override
@@ -114,10 +149,10 @@ public final class CudaBackend implements Backend {
     @Override
     public Buffer allocate(String label, int rows, int cols) {
         device.bind();
-        long bytes = 2L * rows * cols;
+        long bytes = (long) F32_BYTES * rows * cols;
         long a = device.malloc(bytes, "activation buffer " + label + " [" + rows + ", " + cols + "]");
         allocations.add(a);
-        Cuda.check(cuMemsetD8Async(a, (byte) 0, bytes, device.stream), "cuMemsetD8Async", "zeroing " + label);
+        Cuda.check(cuMemsetD8Async(a, (byte) 0, bytes, device.stream()), "cuMemsetD8Async", "zeroing " + label);
         return new CudaBuffer(this, label, a, rows, cols);
     }
 
@@ -129,7 +164,7 @@ public final class CudaBackend implements Backend {
         }
         long a = device.malloc(size, "weight " + name);
         allocations.add(a);
-        device.uploads.upload(bytes, a, "uploading weight " + name);
+        device.upload(bytes, a, "uploading weight " + name);
         return a;
     }
 
@@ -160,10 +195,12 @@ public final class CudaBackend implements Backend {
                 GgmlCodecs.dequantizeRow(type, bytes, cols, 0, v, 0);
                 vector = device.malloc(4L * v.length, "fp32 copy of " + name);
                 allocations.add(vector);
-                device.uploads.upload(MemorySegment.ofArray(v), vector, "uploading " + name);
+                device.upload(MemorySegment.ofArray(v), vector, "uploading " + name);
             }
         }
-        return new CudaWeight(name, type, suffix(type), shape, rows, cols, address, rowBytes, bytes.byteSize(), 0, 0, 0, 0, vector, expertRows);
+        String sfx = suffix(type);
+        return new CudaWeight(name, type, sfx, shape, rows, cols, address, rowBytes, bytes.byteSize(), 0, 0, 0, 0, vector, expertRows,
+                CudaWeight.Kernels.of(device, sfx));
     }
 
     @Override
@@ -178,24 +215,29 @@ public final class CudaBackend implements Backend {
 
     /**
      * A W4A16 weight (docs/FORMAT.md "W4A16 layout"): not a ggml type, so not reachable through
-     * {@link #weight}; {@code shape} is the stored [rows, cols].
+     * {@link #weight}; {@code shape} is the stored [rows, cols], or [experts, rows, cols] for an expert
+     * stack (one layout of experts * rows rows, used through {@link #expertMatmul}).
      */
     public Weight w4a16Weight(String name, long[] shape, int groupSize, MemorySegment bytes) {
-        if (shape.length != 2) throw new BackendException(name + ": W4A16 weights are 2-D here, got " + java.util.Arrays.toString(shape));
+        if (shape.length != 2 && shape.length != 3) {
+            throw new BackendException(name + ": W4A16 weights are [out, in] or [experts, out, in], got " + java.util.Arrays.toString(shape));
+        }
+        long rows = shape.length == 3 ? shape[0] * shape[1] : shape[0], cols = shape[shape.length - 1];
         W4A16Layout.Geometry g;
         try {
-            g = new W4A16Layout.Geometry(shape[0], shape[1], groupSize);
+            g = new W4A16Layout.Geometry(rows, cols, groupSize);
         } catch (IllegalArgumentException e) {
             throw new BackendException(name + ": " + e.getMessage(), e);
         }
-        if (shape[1] % 32 != 0) throw new BackendException(name + ": W4A16 needs K a multiple of 32, got " + shape[1]);
+        if (cols % 32 != 0) throw new BackendException(name + ": W4A16 needs K a multiple of 32, got " + cols);
         if (bytes.byteSize() < g.totalBytes()) {
             throw new BackendException(name + ": W4A16 " + g + " needs " + g.totalBytes() + " bytes, the bundle holds " + bytes.byteSize());
         }
         device.bind();
         long address = deviceAddress(name, bytes);
         return new CudaWeight(name, null, KernelCatalog.W4A16_SUFFIX, shape, g.rows(), g.cols(), address, g.rowBytes(), g.totalBytes(),
-                address + g.scalesOffset(), address + g.zerosOffset(), Math.toIntExact(g.groups()), Integer.numberOfTrailingZeros(groupSize), 0);
+                address + g.scalesOffset(), address + g.zerosOffset(), Math.toIntExact(g.groups()), Integer.numberOfTrailingZeros(groupSize), 0,
+                shape.length == 3 ? shape[1] : 0, CudaWeight.Kernels.of(device, KernelCatalog.W4A16_SUFFIX));
     }
 
     @Override
@@ -213,30 +255,27 @@ public final class CudaBackend implements Backend {
     public void write(Buffer dst, float[] src, int srcOff) {
         CudaBuffer d = buf(dst);
         device.bind();
-        int n = Math.toIntExact(d.elems());
-        short[] h = new short[n];
-        for (int i = 0; i < n; i++) h[i] = Float.floatToFloat16(Math.max(-65504f, Math.min(65504f, src[srcOff + i])));
-        device.uploads.upload(MemorySegment.ofArray(h), d.address, "writing " + d);
+        device.upload(MemorySegment.ofArray(src).asSlice((long) F32_BYTES * srcOff, d.bytes()), d.address, "writing " + d);
     }
 
     @Override
     public float[] read(Buffer src) {
         CudaBuffer s = buf(src);
         device.bind();
-        int n = Math.toIntExact(s.elems());
-        MemorySegment seg = MemorySegment.ofArray(new short[n]);
-        device.download(s.address, seg, 2L * n);
-        float[] out = new float[n];
-        for (int i = 0; i < n; i++) out[i] = Float.float16ToFloat(seg.getAtIndex(ValueLayout.JAVA_SHORT, i));
+        float[] out = new float[Math.toIntExact(s.elems())];
+        device.download(s.address, MemorySegment.ofArray(out), s.bytes());
         return out;
     }
 
+    /** dst = src, as a kernel (it stays inside a replayed decode step; the pipeline and tp hand-offs use it). */
     @Override
     public void copy(Buffer src, Buffer dst) {
         CudaBuffer s = buf(src), d = buf(dst);
         sameShape(s, d);
         device.bind();
-        Cuda.check(cuMemcpyDtoDAsync(d.address, s.address, s.bytes(), device.stream), "cuMemcpyDtoDAsync", "copying " + s + " to " + d);
+        long n = s.elems();
+        if (n == 0) return;
+        device.launch(kCopy).ptr(s.address).ptr(d.address).i64(n).go(blocks(n), 1, 1, EW, 0);
     }
 
     // ---- ops ----------------------------------------------------------------------------------
@@ -251,14 +290,12 @@ public final class CudaBackend implements Backend {
         for (int tok : tokens) {
             if (tok < 0 || tok >= t.rows) throw new BackendException("embed: token id " + tok + " outside the vocabulary of " + t.rows + " (" + t.name + ")");
         }
+        if (tokens.length == 0) return;
         device.bind();
         note(t);
-        long ids = device.scratch("token-ids:" + name, 4L * tokens.length);
-        device.uploads.uploadInts(tokens, ids, "uploading token ids");
+        long ids = device.setStepTokenIds(tokens);
         int units = (int) ((t.cols + 31) / 32);
-        synchronized (device) {
-            t.params(device.kernel("embed_" + t.kernelSuffix)).ptr(ids).ptr(o.address).go(tokens.length, (units + EW - 1) / EW, 1, EW, 0);
-        }
+        t.params(device.launch(t.kernels.embed())).ptr(ids).ptr(o.address).go(tokens.length, (units + EW - 1) / EW, 1, EW, 0);
         checked("embed", o);
     }
 
@@ -273,10 +310,9 @@ public final class CudaBackend implements Backend {
         device.bind();
         note(wt);
         long groups = (long) xb.rows * (xb.cols / groupElems);
+        if (groups == 0) return;
         int threads = Math.min(EW, (groupElems + 31) / 32 * 32);
-        synchronized (device) {
-            device.kernel("rmsnorm").ptr(xb.address).ptr(wt.vector).ptr(ob.address).i32(groupElems).f32(eps).go(groups, 1, 1, threads, 0);
-        }
+        device.launch(kRmsNorm).ptr(xb.address).ptr(wt.vector).ptr(ob.address).i32(groupElems).f32(eps).go(groups, 1, 1, threads, 0);
         checked("rmsNorm", ob);
     }
 
@@ -299,36 +335,56 @@ public final class CudaBackend implements Backend {
         checked("matmul " + wt.name, ob);
     }
 
+    /** The decode matmul: the fast GEMV where the weight and x allow it, else the reference twin. */
     void gemv(CudaBuffer x, CudaWeight w, CudaBuffer out) {
+        if (fastGemvTakes(x, w)) gemvFast(x, w, out);
+        else gemvRef(x, w, out);
+    }
+
+    static boolean fastGemvTakes(CudaBuffer x, CudaWeight w) {
+        return w.fastGemv && x.address % KernelCatalog.GEMV_FAST_ALIGN_BYTES == 0;
+    }
+
+    /** gemv_* (one token row, GEMV_ROWS_PER_BLOCK weight rows per block) or gemv8_* (up to 8, GEMV8_ROWS_PER_BLOCK). */
+    void gemvFast(CudaBuffer x, CudaWeight w, CudaBuffer out) {
+        if (!fastGemvTakes(x, w)) throw new BackendException("the fast GEMV needs 16-byte alignment and whole 32-column units: " + w + ", x " + x);
+        boolean one = x.rows == 1;
+        int per = one ? KernelCatalog.GEMV_ROWS_PER_BLOCK : KernelCatalog.GEMV8_ROWS_PER_BLOCK;
+        w.params(device.launch(one ? w.kernels.gemv() : w.kernels.gemv8())).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
+                .go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_THREADS, 0);
+    }
+
+    /** gemv_ref_*: one warp per output row straight from global memory (any alignment, any column count). */
+    void gemvRef(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         int warps = KernelCatalog.GEMV_THREADS / 32;
-        synchronized (device) {
-            w.params(device.kernel("gemv_" + w.kernelSuffix)).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
-                    .go((w.rows + warps - 1) / warps, 1, 1, KernelCatalog.GEMV_THREADS, 0);
-        }
+        w.params(device.launch(w.kernels.gemvRef())).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
+                .go((w.rows + warps - 1) / warps, 1, 1, KernelCatalog.GEMV_THREADS, 0);
     }
 
     void gemmKernel(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         long gx = (w.rows + KernelCatalog.GEMM_TILE_ROWS - 1) / KernelCatalog.GEMM_TILE_ROWS;
         int gy = (x.rows + KernelCatalog.GEMM_TILE_TOKENS - 1) / KernelCatalog.GEMM_TILE_TOKENS;
-        synchronized (device) {
-            w.params(device.kernel("gemm_" + w.kernelSuffix)).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
-                    .go(gx, gy, 1, KernelCatalog.GEMM_THREADS, 0);
-        }
+        w.params(device.launch(w.kernels.gemm())).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
+                .go(gx, gy, 1, KernelCatalog.GEMM_THREADS, 0);
     }
 
     private final FloatPointer one = new FloatPointer(1f), zero = new FloatPointer(0f);
 
     /**
-     * cuBLAS GemmEx, fp16 operands, fp32 compute and output (then saturated to fp16): C^T = W . X^T in
-     * column-major terms, over row chunks of W whose fp16 copy fits the dequant scratch (F16 in place).
+     * cuBLAS GemmEx, fp16 operands (x converted, saturated), fp32 compute written straight into out:
+     * C^T = W . X^T in column-major terms, over row chunks of W whose fp16 copy fits the dequant scratch
+     * (F16 weights in place).
      */
     void gemmCublas(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         int n = x.rows, k = (int) w.cols;
         long rows = w.rows;
         boolean inPlace = w.type == GgmlType.F16;
         long chunk = inPlace ? rows : Math.max(1, Math.min(rows, DEQUANT_SCRATCH_BYTES / (2L * k)));
+        // scratch first: growing one frees the old, which must happen before launches that use the new
         long deq = inPlace ? 0 : device.scratch("dequant", 2L * chunk * k);
-        long c32 = device.scratch("gemm-f32", 4L * n * chunk);
+        long x16 = device.scratch("gemm-x16", 2L * n * k);
+        long elems = (long) n * k;
+        device.launch(kToF16).ptr(x.address).i64(elems).ptr(x16).go(blocks(elems), 1, 1, EW, 0);
         var handle = device.cublas();
         for (long r0 = 0; r0 < rows; r0 += chunk) {
             int r = (int) Math.min(chunk, rows - r0);
@@ -337,20 +393,13 @@ public final class CudaBackend implements Backend {
                 a = w.address + r0 * w.rowBytes;
             } else {
                 long units = (long) r * ((k + 31) / 32);
-                synchronized (device) {
-                    w.params(device.kernel("dequant_" + w.kernelSuffix)).i64(r0).i32(r).ptr(deq)
-                            .go(Math.min((units + EW - 1) / EW, MAX_EW_BLOCKS), 1, 1, EW, 0);
-                }
+                w.params(device.launch(w.kernels.dequant())).i64(r0).i32(r).ptr(deq).go(Math.min((units + EW - 1) / EW, MAX_EW_BLOCKS), 1, 1, EW, 0);
                 a = deq;
             }
-            Cuda.checkCublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, r, n, k, one, Cuda.at(a), CUDA_R_16F, k, Cuda.at(x.address),
-                    CUDA_R_16F, k, zero, Cuda.at(c32), CUDA_R_32F, r, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP),
-                    "cublasGemmEx", w.name + " rows [" + r0 + ", " + (r0 + r) + ") x " + n + " tokens");
-            long total = (long) n * r;
-            synchronized (device) {
-                device.kernel("f32_to_f16_rows").ptr(c32).i64(r).ptr(out.address + 2L * r0).i64(rows).i32(n).i32(r)
-                        .go(Math.min((total + EW - 1) / EW, MAX_EW_BLOCKS), 1, 1, EW, 0);
-            }
+            device.flush();   // cuBLAS works on the stream directly: what is queued goes first
+            Cuda.checkCublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, r, n, k, one, Cuda.at(a), CUDA_R_16F, k, Cuda.at(x16),
+                    CUDA_R_16F, k, zero, Cuda.at(out.address + (long) F32_BYTES * r0), CUDA_R_32F, (int) rows, CUBLAS_COMPUTE_32F,
+                    CUBLAS_GEMM_DEFAULT_TENSOR_OP), "cublasGemmEx", w.name + " rows [" + r0 + ", " + (r0 + r) + ") x " + n + " tokens");
         }
     }
 
@@ -362,9 +411,8 @@ public final class CudaBackend implements Backend {
         device.bind();
         note(b);
         long n = xb.elems();
-        synchronized (device) {
-            device.kernel("add_bias").ptr(xb.address).ptr(b.vector).i32(xb.cols).i64(n).go(blocks(n), 1, 1, EW, 0);
-        }
+        if (n == 0) return;
+        device.launch(kAddBias).ptr(xb.address).ptr(b.vector).i32(xb.cols).i64(n).go(blocks(n), 1, 1, EW, 0);
         checked("addBias " + b.name, xb);
     }
 
@@ -380,16 +428,16 @@ public final class CudaBackend implements Backend {
             float[] f = rope.invFreqShared();
             long a = device.malloc(4L * f.length, "rope frequencies");
             allocations.add(a);
-            device.uploads.upload(MemorySegment.ofArray(f.clone()), a, "uploading rope frequencies");
+            device.upload(MemorySegment.ofArray(f.clone()), a, "uploading rope frequencies");
             ropeTables.put(rope, a);
             freqs = a;
         }
         int heads = xb.cols / headDim;
         long pairs = (long) xb.rows * heads * (rope.rotaryDim() / 2);
-        synchronized (device) {
-            device.kernel("rope_neox").ptr(xb.address).i32(xb.rows).i32(heads).i32(headDim).i32(rope.rotaryDim()).ptr(freqs).i32(startPos)
-                    .go(blocks(pairs), 1, 1, EW, 0);
-        }
+        if (pairs == 0) return;
+        device.setStepPosition(startPos);
+        device.launch(kRope).ptr(xb.address).i32(xb.rows).i32(heads).i32(headDim).i32(rope.rotaryDim()).ptr(freqs).ptr(device.stepBlock())
+                .go(blocks(pairs), 1, 1, EW, 0);
         checked("rope", xb);
     }
 
@@ -413,30 +461,31 @@ public final class CudaBackend implements Backend {
         c.ensure(startPos + n, name + " layer " + lastLayer);
         long pool = c.poolBase(), stride = c.pageStrideElems();
         long kvElems = (long) n * kvCols;
-        synchronized (device) {
-            device.kernel("kv_store").ptr(kb.address).ptr(vb.address).i32(n).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride)
-                    .i32(startPos).go(blocks(kvElems), 1, 1, EW, 0);
-        }
+        long partO = 0, partML = 0;
+        int splits = 0;
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
-            int splits = (startPos + n + KernelCatalog.ATTN_DECODE_CHUNK_TOKENS - 1) / KernelCatalog.ATTN_DECODE_CHUNK_TOKENS;
+            splits = (startPos + n + KernelCatalog.ATTN_DECODE_CHUNK_TOKENS - 1) / KernelCatalog.ATTN_DECODE_CHUNK_TOKENS;
             long parts = (long) n * heads * splits;
-            long partO = device.scratch("attn-partials", 4L * parts * hd);
-            long partML = device.scratch("attn-maxsum", 8L * parts);
-            synchronized (device) {
-                device.kernel("attn_decode").ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).i32(startPos).f32(scale)
-                        .i32(splits).ptr(partO).ptr(partML).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
-                device.kernel("attn_combine").ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address)
-                        .go(heads, n, 1, KernelCatalog.ATTN_THREADS, 0);
-            }
+            // scratch before any launch of this op: growing one frees the old (and drops cached graphs)
+            partO = device.scratch("attn-partials", 4L * parts * hd);
+            partML = device.scratch("attn-maxsum", 8L * parts);
+        }
+        device.setStepPosition(startPos);
+        long step = device.stepBlock();
+        device.launch(kKvStore).ptr(kb.address).ptr(vb.address).i32(n).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step)
+                .go(blocks(kvElems), 1, 1, EW, 0);
+        if (n <= DECODE_ATTENTION_MAX_ROWS) {
+            device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step).f32(scale)
+                    .i32(splits).ptr(partO).ptr(partML).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
+            device.launch(kAttnCombine).ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address)
+                    .go(heads, n, 1, KernelCatalog.ATTN_THREADS, 0);
         } else {
             int smem = KernelCatalog.attnPrefillSmemBytes(hd);
             int declared = KernelCatalog.get("attn_prefill").maxDynamicSmemBytes();
             if (smem > declared) throw new BackendException("attn_prefill: head dim " + hd + " needs " + smem + " bytes of shared memory, declared " + declared);
             int qTiles = (n + KernelCatalog.ATTN_PREFILL_QUERY_TILE - 1) / KernelCatalog.ATTN_PREFILL_QUERY_TILE;
-            synchronized (device) {
-                device.kernel("attn_prefill").ptr(qb.address).i32(n).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).i32(startPos)
-                        .f32(scale).ptr(ob.address).go(qTiles, heads, 1, KernelCatalog.ATTN_THREADS, smem);
-            }
+            device.launch(kAttnPrefill).ptr(qb.address).i32(n).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step)
+                    .f32(scale).ptr(ob.address).go(qTiles, heads, 1, KernelCatalog.ATTN_THREADS, smem);
         }
         checked("attention", ob);
     }
@@ -448,9 +497,8 @@ public final class CudaBackend implements Backend {
         sameShape(g, o);
         device.bind();
         long n = g.elems();
-        synchronized (device) {
-            device.kernel("silu_mul").ptr(g.address).ptr(u.address).ptr(o.address).i64(n).go(blocks(n), 1, 1, EW, 0);
-        }
+        if (n == 0) return;
+        device.launch(kSiluMul).ptr(g.address).ptr(u.address).ptr(o.address).i64(n).go(blocks(n), 1, 1, EW, 0);
         checked("siluMul", o);
     }
 
@@ -461,9 +509,8 @@ public final class CudaBackend implements Backend {
         sameShape(ab, o);
         device.bind();
         long n = ab.elems();
-        synchronized (device) {
-            device.kernel("add_scaled").ptr(ab.address).ptr(bb.address).f32(bScale).ptr(o.address).i64(n).go(blocks(n), 1, 1, EW, 0);
-        }
+        if (n == 0) return;
+        device.launch(kAddScaled).ptr(ab.address).ptr(bb.address).f32(bScale).ptr(o.address).i64(n).go(blocks(n), 1, 1, EW, 0);
         checked("add", o);
     }
 
@@ -472,9 +519,8 @@ public final class CudaBackend implements Backend {
         CudaBuffer xb = buf(x);
         device.bind();
         long n = xb.elems();
-        synchronized (device) {
-            device.kernel("scale_inplace").ptr(xb.address).f32(s).i64(n).go(blocks(n), 1, 1, EW, 0);
-        }
+        if (n == 0) return;
+        device.launch(kScale).ptr(xb.address).f32(s).i64(n).go(blocks(n), 1, 1, EW, 0);
         checked("scale", xb);
     }
 
@@ -482,10 +528,9 @@ public final class CudaBackend implements Backend {
     public int[] argmaxRows(Buffer x) {
         CudaBuffer xb = buf(x);
         device.bind();
-        long out = device.scratch("argmax:" + name, 4L * Math.max(1, xb.rows));
-        synchronized (device) {
-            device.kernel("argmax_rows").ptr(xb.address).i32(xb.cols).ptr(out).go(xb.rows, 1, 1, EW, 0);
-        }
+        long out = device.scratch(argmaxScratch, 4L * Math.max(1, xb.rows));
+        if (xb.rows == 0) return new int[0];
+        device.launch(kArgmax).ptr(xb.address).i32(xb.cols).ptr(out).go(xb.rows, 1, 1, EW, 0);
         return device.downloadInts(out, xb.rows);
     }
 
@@ -538,10 +583,9 @@ public final class CudaBackend implements Backend {
         }
         device.bind();
         long n = db.elems();
-        synchronized (device) {
-            device.kernel("copy_columns").ptr(sb.address).i32(sb.cols).i32(firstCol).i32(blockCols).i32(strideCols).i32(db.rows).ptr(db.address)
-                    .i32(db.cols).go(blocks(n), 1, 1, EW, 0);
-        }
+        if (n == 0) return;
+        device.launch(kCopyColumns).ptr(sb.address).i32(sb.cols).i32(firstCol).i32(blockCols).i32(strideCols).i32(db.rows).ptr(db.address)
+                .i32(db.cols).go(blocks(n), 1, 1, EW, 0);
         checked("copyColumns", db);
     }
 
@@ -552,9 +596,8 @@ public final class CudaBackend implements Backend {
         sameShape(xb, o);
         device.bind();
         long n = xb.elems();
-        synchronized (device) {
-            device.kernel("sigmoid_mul").ptr(xb.address).ptr(g.address).ptr(o.address).i64(n).go(blocks(n), 1, 1, EW, 0);
-        }
+        if (n == 0) return;
+        device.launch(kSigmoidMul).ptr(xb.address).ptr(g.address).ptr(o.address).i64(n).go(blocks(n), 1, 1, EW, 0);
         checked("sigmoidMul", o);
     }
 
@@ -566,9 +609,7 @@ public final class CudaBackend implements Backend {
         device.bind();
         long groups = (long) xb.rows * (xb.cols / groupElems);
         if (groups == 0) return;
-        synchronized (device) {
-            device.kernel("l2norm").ptr(xb.address).ptr(ob.address).i32(groupElems).f32(eps).go(groups, 1, 1, Math.min(EW, (groupElems + 31) / 32 * 32), 0);
-        }
+        device.launch(kL2Norm).ptr(xb.address).ptr(ob.address).i32(groupElems).f32(eps).go(groups, 1, 1, Math.min(EW, (groupElems + 31) / 32 * 32), 0);
         checked("l2Norm", ob);
     }
 
@@ -587,13 +628,13 @@ public final class CudaBackend implements Backend {
         device.bind();
         note(w);
         if (startPos == 0) {
-            if (s.convBytes() > 0) Cuda.check(cuMemsetD32Async(s.conv, 0, s.convBytes() / 4, device.stream), "cuMemsetD32Async", "resetting a conv state");
+            if (s.convBytes() > 0) Cuda.check(cuMemsetD32Async(s.conv, 0, s.convBytes() / 4, device.stream()), "cuMemsetD32Async", "resetting a conv state");
         } else if (startPos != s.convTokens) {
             throw new BackendException("causalConv1d: the conv state holds " + s.convTokens + " tokens, the call continues at position "
                     + startPos + " (a linear-attention state cannot be rewound; start again at 0)");
         }
-        synchronized (device) {
-            device.kernel("causal_conv1d").ptr(xb.address).i32(xb.rows).i32(xb.cols).ptr(w.type == GgmlType.F32 ? w.address : 0)
+        if (xb.rows > 0) {
+            device.launch(kConv).ptr(xb.address).i32(xb.rows).i32(xb.cols).ptr(w.type == GgmlType.F32 ? w.address : 0)
                     .ptr(w.type == GgmlType.F16 ? w.address : 0).i32(k).ptr(s.conv).ptr(ob.address)
                     .go((xb.cols + EW - 1) / EW, 1, 1, EW, 0);
         }
@@ -614,10 +655,9 @@ public final class CudaBackend implements Backend {
         device.bind();
         note(al);
         long n = a.elems();
-        synchronized (device) {
-            device.kernel("delta_gates").ptr(a.address).ptr(b.address).ptr(al.vector).ptr(dt.vector).ptr(d.address).ptr(bo.address).i32(a.cols)
-                    .i64(n).go(blocks(n), 1, 1, EW, 0);
-        }
+        if (n == 0) return;
+        device.launch(kDeltaGates).ptr(a.address).ptr(b.address).ptr(al.vector).ptr(dt.vector).ptr(d.address).ptr(bo.address).i32(a.cols)
+                .i64(n).go(blocks(n), 1, 1, EW, 0);
         checked("deltaGates", d);
         checked("deltaGates", bo);
     }
@@ -643,17 +683,15 @@ public final class CudaBackend implements Backend {
         }
         device.bind();
         if (startPos == 0) {
-            Cuda.check(cuMemsetD32Async(s.recurrent, 0, s.recurrentBytes() / 4, device.stream), "cuMemsetD32Async", "resetting a GDN state");
+            Cuda.check(cuMemsetD32Async(s.recurrent, 0, s.recurrentBytes() / 4, device.stream()), "cuMemsetD32Async", "resetting a GDN state");
         } else if (startPos != s.recurrentTokens) {
             throw new BackendException("gatedDeltaRule: the state holds " + s.recurrentTokens + " tokens, the call continues at position "
                     + startPos + " (a linear-attention state cannot be rewound; start again at 0)");
         }
         if (n > 0) {
             int threads = Math.min(EW / 2, (dv + 31) / 32 * 32);
-            synchronized (device) {
-                device.kernel("gated_delta_rule").ptr(qb.address).ptr(kb.address).ptr(vb.address).ptr(gb.address).ptr(bb.address).i32(n).i32(hk)
-                        .i32(hv).i32(dk).i32(dv).f32(scale).ptr(s.recurrent).ptr(ob.address).go(hv, 1, 1, threads, 0);
-            }
+            device.launch(kDeltaRule).ptr(qb.address).ptr(kb.address).ptr(vb.address).ptr(gb.address).ptr(bb.address).i32(n).i32(hk)
+                    .i32(hv).i32(dk).i32(dv).f32(scale).ptr(s.recurrent).ptr(ob.address).go(hv, 1, 1, threads, 0);
         }
         s.recurrentTokens = startPos + n;
         checked("gatedDeltaRule", ob);
@@ -671,10 +709,8 @@ public final class CudaBackend implements Backend {
         int g = (int) wt.cols;
         long groups = (long) xb.rows * (xb.cols / g);
         if (groups == 0) return;
-        synchronized (device) {
-            device.kernel("rmsnorm_gated").ptr(xb.address).ptr(zb.address).ptr(wt.vector).ptr(ob.address).i32(g).f32(eps)
-                    .go(groups, 1, 1, Math.min(EW, (g + 31) / 32 * 32), 0);
-        }
+        device.launch(kRmsNormGated).ptr(xb.address).ptr(zb.address).ptr(wt.vector).ptr(ob.address).i32(g).f32(eps)
+                .go(groups, 1, 1, Math.min(EW, (g + 31) / 32 * 32), 0);
         checked("rmsNormGated", ob);
     }
 
@@ -687,10 +723,8 @@ public final class CudaBackend implements Backend {
         }
         device.bind();
         if (lb.rows > 0) {
-            synchronized (device) {
-                device.kernel("moe_route").ptr(lb.address).i32(lb.rows).i32(lb.cols).i32(r.topK).i32(normalizeTopK ? 1 : 0).ptr(r.ids).ptr(r.weights)
-                        .go((lb.rows + 63) / 64, 1, 1, 64, 0);
-            }
+            device.launch(kRoute).ptr(lb.address).i32(lb.rows).i32(lb.cols).i32(r.topK).i32(normalizeTopK ? 1 : 0).ptr(r.ids).ptr(r.weights)
+                    .go((lb.rows + 63) / 64, 1, 1, 64, 0);
         }
         r.tokens = lb.rows;
     }
@@ -703,7 +737,7 @@ public final class CudaBackend implements Backend {
         int n = r.tokens, slots = n * r.topK;
         boolean perSlot = xb.rows == slots;
         if (w.expertRows == 0 || w.rows / w.expertRows != r.numExperts || xb.cols != w.cols || ob.cols != w.expertRows || ob.rows != slots
-                || (xb.rows != n && !perSlot) || w.isW4A16()) {
+                || (xb.rows != n && !perSlot)) {
             throw new BackendException("expertMatmul: " + xb + " @ " + w + "^T into " + ob + " for " + n + " tokens x top-" + r.topK + " of "
                     + r.numExperts + " experts");
         }
@@ -711,10 +745,8 @@ public final class CudaBackend implements Backend {
         device.bind();
         note(w);
         int warps = KernelCatalog.GEMV_THREADS / 32;
-        synchronized (device) {
-            w.params(device.kernel("expert_gemv_" + w.kernelSuffix)).ptr(xb.address).i32(perSlot ? 1 : 0).i32(r.topK).ptr(r.ids)
-                    .i32((int) w.expertRows).ptr(ob.address).go((w.expertRows + warps - 1) / warps, slots, 1, KernelCatalog.GEMV_THREADS, 0);
-        }
+        w.params(device.launch(w.kernels.expert())).ptr(xb.address).i32(perSlot ? 1 : 0).i32(r.topK).ptr(r.ids)
+                .i32((int) w.expertRows).ptr(ob.address).go((w.expertRows + warps - 1) / warps, slots, 1, KernelCatalog.GEMV_THREADS, 0);
         checked("expertMatmul " + w.name, ob);
     }
 
@@ -728,9 +760,7 @@ public final class CudaBackend implements Backend {
         device.bind();
         long n = (long) r.tokens * eb.cols;
         if (n == 0) return;
-        synchronized (device) {
-            device.kernel("moe_combine").ptr(eb.address).ptr(r.weights).i32(r.tokens).i32(r.topK).i32(eb.cols).ptr(ob.address).go(blocks(n), 1, 1, EW, 0);
-        }
+        device.launch(kCombine).ptr(eb.address).ptr(r.weights).i32(r.tokens).i32(r.topK).i32(eb.cols).ptr(ob.address).go(blocks(n), 1, 1, EW, 0);
         checked("combineExperts", ob);
     }
 
@@ -742,9 +772,7 @@ public final class CudaBackend implements Backend {
         device.bind();
         note(g);
         if (xb.rows == 0) return;
-        synchronized (device) {
-            device.kernel("sigmoid_gate_rows").ptr(xb.address).ptr(g.vector).i32(xb.cols).ptr(yb.address).i32(yb.cols).go(xb.rows, 1, 1, EW, 0);
-        }
+        device.launch(kGateRows).ptr(xb.address).ptr(g.vector).i32(xb.cols).ptr(yb.address).i32(yb.cols).go(xb.rows, 1, 1, EW, 0);
         checked("sigmoidGateRows", yb);
     }
 
@@ -760,19 +788,17 @@ public final class CudaBackend implements Backend {
 
     // ---- debug check --------------------------------------------------------------------------
 
-    /** With v100.cuda.checkNonFinite: fails naming the op and layer when out holds NaN/Inf or saturated values. */
+    /** With v100.cuda.checkNonFinite: fails naming the op and layer when out holds NaN/Inf or values beyond the fp16 range. */
     private void checked(String op, CudaBuffer out) {
         if (!checkNonFinite) return;
         long counts = device.scratch("nonfinite", 8);
-        Cuda.check(cuMemsetD32Async(counts, 0, 2, device.stream), "cuMemsetD32Async");
+        Cuda.check(cuMemsetD32Async(counts, 0, 2, device.stream()), "cuMemsetD32Async");
         long n = out.elems();
-        synchronized (device) {
-            device.kernel("check_nonfinite").ptr(out.address).i64(n).ptr(counts).go(Math.min(blocks(n), 1024), 1, 1, EW, 0);
-        }
+        if (n > 0) device.launch(kCheck).ptr(out.address).i64(n).ptr(counts).go(Math.min(blocks(n), 1024), 1, 1, EW, 0);
         int[] c = device.downloadInts(counts, 2);
         if (c[0] != 0 || c[1] != 0) {
-            throw new BackendException(String.format(Locale.ROOT, "%s: %s wrote %d NaN/Inf and %d saturated (+-65504) values into %s (layer %d, last weight %s)",
-                    name, op, c[0], c[1], out, lastLayer, lastWeight));
+            throw new BackendException(String.format(Locale.ROOT, "%s: %s wrote %d NaN/Inf and %d values beyond +-65504 (which fp16 operands "
+                    + "would saturate) into %s (layer %d, last weight %s)", name, op, c[0], c[1], out, lastLayer, lastWeight));
         }
     }
 

@@ -91,12 +91,17 @@ public final class CudaBench {
             int pos = start;
             for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = argmax(m.forward(new int[] {next}, pos++, false));
             int decodeStart = pos;
+            long[] c0 = d.launchCounters();
             long d0 = System.nanoTime();
             for (int i = 0; i < steps; i++) next = argmax(m.forward(new int[] {next}, pos++, false));
             double decodeS = (System.nanoTime() - d0) / 1e9;
+            long[] c1 = d.launchCounters();
             double stepsPerS = steps / decodeS;
             table.put("decode batch 1", String.format(Locale.ROOT, "%.2f tok/s (%.2f ms/token, positions %d..%d)", stepsPerS, 1000 * decodeS / steps,
                     decodeStart, pos - 1));
+            long graphLaunches = c1[0] - c0[0], replayed = c1[1] - c0[1], eager = c1[2] - c0[2];
+            table.put("decode launches per step", String.format(Locale.ROOT, "%.1f kernels: %.1f replayed by %.2f CUDA graph launches, %.1f launched one by one",
+                    (replayed + eager) / (double) steps, replayed / (double) steps, graphLaunches / (double) steps, eager / (double) steps));
             table.put("decode batch 8", "not measured: the engine decodes one sequence at a time (no batching yet)");
             double meanPos = (decodeStart + pos) / 2.0;
             long weightBytes = decodeWeightBytes(manifest);

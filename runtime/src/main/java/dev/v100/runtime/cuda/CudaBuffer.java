@@ -2,7 +2,12 @@ package dev.v100.runtime.cuda;
 
 import dev.v100.runtime.backend.Buffer;
 
-/** fp16 activations in device memory: [rows, cols] row-major starting at {@code address}. */
+/**
+ * fp32 activations in device memory: [rows, cols] row-major starting at {@code address}. fp32 rather than
+ * fp16: the hybrid layers amplify storage rounding (the GDN's exp(decay), l2norm and gated RMSNorm of heads
+ * that nearly cancel; MoE top-k), see docs/BENCHMARKS.md "GPU precision"; fp16 appears only in the tensor-core
+ * operands of the prefill kernels and in the KV cache.
+ */
 final class CudaBuffer implements Buffer {
     final CudaBackend owner;
     final String label;
@@ -33,8 +38,10 @@ final class CudaBuffer implements Buffer {
         return cols;
     }
 
+    static final int ELEM_BYTES = 4;
+
     long bytes() {
-        return 2L * rows * cols;
+        return (long) ELEM_BYTES * rows * cols;
     }
 
     @Override
@@ -42,7 +49,7 @@ final class CudaBuffer implements Buffer {
         if (firstRow < 0 || nRows < 0 || firstRow + nRows > rows) {
             throw new IndexOutOfBoundsException(label + ": rows [" + firstRow + ", " + (firstRow + nRows) + ") of " + rows);
         }
-        return new CudaBuffer(owner, label, address + 2L * firstRow * cols, nRows, cols);
+        return new CudaBuffer(owner, label, address + (long) ELEM_BYTES * firstRow * cols, nRows, cols);
     }
 
     @Override

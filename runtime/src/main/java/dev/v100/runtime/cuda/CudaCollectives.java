@@ -6,8 +6,6 @@ import dev.v100.runtime.backend.Collectives;
 
 import java.util.List;
 
-import static org.bytedeco.cuda.global.cudart.cuMemcpyDtoDAsync;
-
 /**
  * Collectives between ranks that share one GPU (a tp/pp bundle run on a single device): sums and
  * copies on the device in rank order, so every rank ends with the same values. Ranks on different
@@ -33,8 +31,7 @@ public final class CudaCollectives implements Collectives {
         CudaBuffer f = cast(from), t = cast(to);
         if (f.owner.device != t.owner.device) throw new BackendException("sending between GPUs needs NCCL or peer copies, not built yet");
         if (f.rows != t.rows || f.cols != t.cols) throw new BackendException("send: " + f + " into " + t);
-        f.owner.device.bind();
-        Cuda.check(cuMemcpyDtoDAsync(t.address, f.address, f.bytes(), f.owner.device.stream), "cuMemcpyDtoDAsync", "pipeline hand-off");
+        f.owner.copy(f, t);   // a copy kernel: it stays inside a replayed decode step
     }
 
     private static CudaBuffer cast(Buffer b) {

@@ -29,15 +29,22 @@ import static org.bytedeco.cuda.global.cudart.*;
 /**
  * One GPU as the backend uses it: the primary context, one stream, the kernel modules (the build's
  * sm_70 cubins on compute capability 7.x, its compute_70 PTX elsewhere, compiled by the driver), the
- * pinned staging memory, the KV page pool and grow-only scratch buffers. Shared by the backends of the
- * ranks that run on it; closed when the last of them closes. Every driver call goes through a thread
- * that has bound the context ({@link #bind}); ops are issued from one thread at a time.
+ * launch queue that replays repeated launch sequences as CUDA graphs ({@link LaunchQueue}), the pinned
+ * staging memory, the KV page pool and grow-only scratch buffers. Shared by the backends of the ranks that
+ * run on it; closed when the last of them closes. Every driver call goes through a thread that has bound
+ * the context ({@link #bind}); ops are issued from one thread at a time. Kernels are launched through
+ * {@link #launch}; every other use of the stream takes it through {@link #stream}, which first hands the
+ * launch queue's pending launches to the stream, so the stream sees the ops in the order they were issued.
  */
 public final class CudaDevice implements AutoCloseable {
     /** Bytes kept free for workspace and scratch when the KV pool is sized from the memory fraction. */
     static final long KV_POOL_RESERVE_BYTES = 768L << 20;
-    /** Pinned ring for small uploads (token ids, host-written activations), bytes. */
+    /** Pinned ring for small uploads (step parameters, host-written activations), bytes. */
     static final long UPLOAD_RING_BYTES = 4L << 20;
+    /** Token ids the step block holds at first (it grows for longer prefill chunks). */
+    static final int STEP_ID_CAPACITY = 4096;
+    /** System property: "false" launches every kernel eagerly (no CUDA graphs); tests of both paths. */
+    public static final String GRAPHS_PROPERTY = "v100.cuda.graphs";
 
     private static final ThreadLocal<CUctx_st> BOUND = new ThreadLocal<>();
 
@@ -51,10 +58,10 @@ public final class CudaDevice implements AutoCloseable {
     final CudaOptions options;
     final boolean cubin;
     private final CUctx_st ctx;
-    final CUstream_st stream;
+    private final CUstream_st rawStream;
     private final Arena arena = Arena.ofShared();
-    final Launch launch;
-    private final Map<String, CUfunc_st> functions = new HashMap<>();
+    final LaunchQueue queue;
+    private final Map<String, CudaKernel> functions = new HashMap<>();
     private final List<CUmod_st> modules = new ArrayList<>();
     private final Map<String, long[]> scratch = new HashMap<>();   // name -> {address, bytes}
     final PinnedRing uploads;
@@ -107,15 +114,15 @@ public final class CudaDevice implements AutoCloseable {
         bind();
         // cuBLAS works through the runtime API, which uses the current device's primary context: the same one
         Cuda.check(cudaSetDevice(ordinal), "cudaSetDevice");
-        this.stream = new CUstream_st();
-        Cuda.check(cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-        this.launch = new Launch(arena, stream);
+        this.rawStream = new CUstream_st();
+        Cuda.check(cuStreamCreate(rawStream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
         String image = System.getProperty("v100.cuda.image", "auto");
         this.cubin = image.equals("cubin") || (image.equals("auto") && ccMajor == 7);
         long t0 = System.nanoTime();
         loadModules();
         this.moduleLoadSeconds = (System.nanoTime() - t0) / 1e9;
         this.uploads = new PinnedRing(this, UPLOAD_RING_BYTES);
+        this.queue = new LaunchQueue(this, rawStream, arena, !"false".equals(System.getProperty(GRAPHS_PROPERTY, "true")), STEP_ID_CAPACITY);
     }
 
     /** Opens device {@code options.device()}; fails with a {@link CudaException} saying why when there is no usable GPU. */
@@ -166,7 +173,7 @@ public final class CudaDevice implements AutoCloseable {
                     Cuda.check(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn), "cuFuncSetAttribute",
                             "allowing " + e.name() + " " + dyn + " bytes of dynamic shared memory");
                 }
-                functions.put(e.name(), f);
+                functions.put(e.name(), new CudaKernel(e.name(), f));
             }
         }
     }
@@ -179,11 +186,57 @@ public final class CudaDevice implements AutoCloseable {
         }
     }
 
-    /** Starts a launch of the named kernel (see {@link KernelCatalog}); hold the device lock until {@link Launch#go}. */
-    Launch kernel(String kernel) {
-        CUfunc_st f = functions.get(kernel);
-        if (f == null) throw new CudaException("cuModuleGetFunction", -1, "kernel " + kernel + " is not in the loaded modules");
-        return launch.begin(f, kernel);
+    /** The named kernel (see {@link KernelCatalog}), resolved: launchers look it up once and keep it. */
+    CudaKernel kernel(String kernel) {
+        CudaKernel k = functions.get(kernel);
+        if (k == null) throw new CudaException("cuModuleGetFunction", -1, "kernel " + kernel + " is not in the loaded modules");
+        return k;
+    }
+
+    /** Starts a launch of k: its arguments, then {@link Launch#go}, from the issuing thread. */
+    Launch launch(CudaKernel k) {
+        return queue.begin(k);
+    }
+
+    /** The stream, for anything but a kernel launch: the launches issued so far reach it first. */
+    CUstream_st stream() {
+        queue.flush();
+        return rawStream;
+    }
+
+    /** Hands the launches issued so far to the stream (they run; nothing waits for them). */
+    void flush() {
+        queue.flush();
+    }
+
+    /** Sets the step position the next position-reading kernels see (rope, KV store, attention). */
+    void setStepPosition(int pos) {
+        queue.setPosition(pos);
+    }
+
+    /** Sets the step token ids; returns where the embedding gather reads them. */
+    long setStepTokenIds(int[] ids) {
+        queue.setTokenIds(ids);
+        return queue.stepIds();
+    }
+
+    /** The device address of the step block (the {@code step} argument of position-reading kernels). */
+    long stepBlock() {
+        return queue.stepBlock();
+    }
+
+    /** Turns CUDA graph replay on or off (tests of both paths; see {@link #GRAPHS_PROPERTY}). */
+    void setGraphs(boolean on) {
+        bind();
+        queue.setGraphs(on);
+    }
+
+    /**
+     * Launch counters since the device opened: graph launches, kernels they replayed, kernels launched one
+     * by one, graphs captured.
+     */
+    public long[] launchCounters() {
+        return new long[] {queue.graphLaunches, queue.graphKernels, queue.eagerKernels, queue.graphsBuilt};
     }
 
     String description() {
@@ -192,6 +245,10 @@ public final class CudaDevice implements AutoCloseable {
     }
 
     long malloc(long bytes, String what) {
+        return mallocRaw(bytes, what);
+    }
+
+    long mallocRaw(long bytes, String what) {
         bind();
         long[] p = new long[1];
         int rc = cuMemAlloc(p, Math.max(bytes, 1));
@@ -202,7 +259,18 @@ public final class CudaDevice implements AutoCloseable {
         return p[0];
     }
 
+    /** Frees device memory once nothing issued so far can still use it; cached graphs (which might) go first. */
     void free(long address) {
+        if (address != 0 && !closed) {
+            bind();
+            sync("freeing device memory");
+            queue.dropGraphs();
+            cuMemFree(address);
+        }
+    }
+
+    /** cuMemFree as it is: for the launch queue, which has synchronized and dropped its graphs. */
+    void freeRaw(long address) {
         if (address != 0 && !closed) {
             bind();
             cuMemFree(address);
@@ -217,18 +285,27 @@ public final class CudaDevice implements AutoCloseable {
         return new long[] {free.get(), total.get()};
     }
 
+    /** Issues what is pending and waits for all of it. */
     void sync(String what) {
-        Cuda.check(cuStreamSynchronize(stream), "cuStreamSynchronize", what);
+        Cuda.check(cuStreamSynchronize(stream()), "cuStreamSynchronize", what);
+    }
+
+    /** Waits for what the stream has (launches still in the queue are not on it). */
+    void syncRaw(String what) {
+        Cuda.check(cuStreamSynchronize(rawStream), "cuStreamSynchronize", what);
+    }
+
+    /** Copies src (any segment) to device address dst, asynchronously in stream order. */
+    void upload(MemorySegment src, long dst, String what) {
+        queue.flush();
+        uploads.upload(src, dst, what);
     }
 
     /** A grow-only device scratch buffer of at least {@code bytes} (contents undefined). */
     long scratch(String key, long bytes) {
         long[] s = scratch.get(key);
         if (s != null && s[1] >= bytes) return s[0];
-        if (s != null) {
-            sync("growing scratch " + key);
-            free(s[0]);
-        }
+        if (s != null) free(s[0]);
         long size = Math.max(bytes, s == null ? 0 : s[1] * 2);
         long a = malloc(size, "scratch " + key);
         scratch.put(key, new long[] {a, size});
@@ -241,7 +318,7 @@ public final class CudaDevice implements AutoCloseable {
             if (readBuffer != null) readBuffer.close();
             readBuffer = new PinnedBuffer(this, Math.max(bytes, 1L << 20), "read-back");
         }
-        Cuda.check(cuMemcpyDtoHAsync(readBuffer.pointer(), src, bytes, stream), "cuMemcpyDtoHAsync", "reading back " + bytes + " bytes");
+        Cuda.check(cuMemcpyDtoHAsync(readBuffer.pointer(), src, bytes, stream()), "cuMemcpyDtoHAsync", "reading back " + bytes + " bytes");
         sync("reading back " + bytes + " bytes");
         MemorySegment.copy(readBuffer.segment, 0, dst, 0, bytes);
     }
@@ -255,7 +332,7 @@ public final class CudaDevice implements AutoCloseable {
             }
             cublasContext h = new cublasContext();
             Cuda.checkCublas(cublasCreate_v2(h), "cublasCreate_v2", "creating the cuBLAS handle");
-            Cuda.checkCublas(cublasSetStream_v2(h, stream), "cublasSetStream_v2", null);
+            Cuda.checkCublas(cublasSetStream_v2(h, rawStream), "cublasSetStream_v2", null);
             cublas = h;
         }
         return cublas;
@@ -301,9 +378,9 @@ public final class CudaDevice implements AutoCloseable {
         Cuda.check(cuEventCreate(a, CU_EVENT_DEFAULT), "cuEventCreate");
         Cuda.check(cuEventCreate(b, CU_EVENT_DEFAULT), "cuEventCreate");
         try {
-            Cuda.check(cuEventRecord(a, stream), "cuEventRecord");
+            Cuda.check(cuEventRecord(a, stream()), "cuEventRecord");
             work.run();
-            Cuda.check(cuEventRecord(b, stream), "cuEventRecord");
+            Cuda.check(cuEventRecord(b, stream()), "cuEventRecord");
             Cuda.check(cuEventSynchronize(b), "cuEventSynchronize");
             float[] ms = new float[1];
             Cuda.check(cuEventElapsedTime(ms, a, b), "cuEventElapsedTime");
@@ -328,7 +405,13 @@ public final class CudaDevice implements AutoCloseable {
     public synchronized void close() {
         if (closed || --users > 0) return;
         bind();
-        cuStreamSynchronize(stream);
+        try {
+            queue.flush();
+        } catch (RuntimeException e) {
+            // closing after a failed launch: free what can be freed
+        }
+        cuStreamSynchronize(rawStream);
+        queue.close();
         for (long[] s : scratch.values()) cuMemFree(s[0]);
         scratch.clear();
         if (kvPool != null) cuMemFree(kvPool.base);
@@ -336,7 +419,7 @@ public final class CudaDevice implements AutoCloseable {
         if (readBuffer != null) readBuffer.close();
         if (cublas != null) cublasDestroy_v2(cublas);
         for (CUmod_st m : modules) cuModuleUnload(m);
-        cuStreamDestroy(stream);
+        cuStreamDestroy(rawStream);
         cuDevicePrimaryCtxRelease(cuDevice);
         BOUND.remove();
         closed = true;
@@ -390,24 +473,23 @@ public final class CudaDevice implements AutoCloseable {
             this.buf = new PinnedBuffer(device, bytes, "uploads");
         }
 
-        /** Copies src (any segment) to device address dst, asynchronously in stream order. */
+        /**
+         * Copies src (any segment) to device address dst, asynchronously, as the stream's next op: callers
+         * other than the launch queue go through {@link CudaDevice#upload}, which flushes the queue first.
+         */
         void upload(MemorySegment src, long dst, String what) {
             long size = src.byteSize(), done = 0, piece = buf.bytes / 2;
             while (done < size) {
                 long n = Math.min(piece, size - done);
                 if (head + n > buf.bytes) {
-                    device.sync("recycling the upload ring");
+                    device.syncRaw("recycling the upload ring");
                     head = 0;
                 }
                 MemorySegment.copy(src, done, buf.segment, head, n);
-                Cuda.check(cuMemcpyHtoDAsync(dst + done, buf.pointer(head), n, device.stream), "cuMemcpyHtoDAsync", what);
+                Cuda.check(cuMemcpyHtoDAsync(dst + done, buf.pointer(head), n, device.rawStream), "cuMemcpyHtoDAsync", what);
                 head = (head + n + 255) & ~255L;
                 done += n;
             }
-        }
-
-        void uploadInts(int[] values, long dst, String what) {
-            upload(MemorySegment.ofArray(values), dst, what);
         }
 
         @Override

@@ -17,8 +17,9 @@ import java.util.SplittableRandom;
 /**
  * Kernel-level timings on random data (device events, median of repeats after a warm-up), next to the
  * device-copy bandwidth of the same run: per weight type the decode GEMV's achieved GB/s on a
- * 14336 x 4096 matrix (bytes of the weight read once per call), the prefill GEMM kernel and cuBLAS at
- * 512 tokens (TFLOP/s), and decode attention over 4096 cached positions. {@code CudaKernelBench [device]}
+ * 14336 x 4096 matrix (bytes of the weight read once per call; the fast kernel and its reference twin),
+ * the prefill GEMM kernel and cuBLAS at 512 tokens (TFLOP/s), and decode attention over 4096 cached
+ * positions. {@code CudaKernelBench [device]}
  */
 public final class CudaKernelBench {
     static final int ROWS = 14336, COLS = 4096, PREFILL_TOKENS = 512, REPEATS = 20;
@@ -38,8 +39,9 @@ public final class CudaKernelBench {
         try (CudaBackend b = new CudaBackend(d, "kbench")) {
             double copy = RankUpload.deviceCopyGbPerSecond(d, 1L << 30, 10);
             System.out.printf(Locale.ROOT, "%s; device copy %.0f GB/s (read + write)%n", d.description(), copy);
-            System.out.printf(Locale.ROOT, "| type | weight MB | GEMV n=1 us | GEMV GB/s | %% of copy | GEMM kernel n=%d TFLOP/s | cuBLAS TFLOP/s |%n", PREFILL_TOKENS);
-            System.out.println("|---|---|---|---|---|---|---|");
+            System.out.printf(Locale.ROOT, "| type | weight MB | GEMV n=1 us | GEMV GB/s | %% of copy | twin (ref) GB/s | GEMM kernel n=%d TFLOP/s | cuBLAS TFLOP/s |%n",
+                    PREFILL_TOKENS);
+            System.out.println("|---|---|---|---|---|---|---|---|");
             SplittableRandom rnd = new SplittableRandom(1);
             Buffer x = b.allocate("x", PREFILL_TOKENS, COLS);
             b.write(x, halves(rnd, PREFILL_TOKENS * COLS), 0);
@@ -48,12 +50,13 @@ public final class CudaKernelBench {
                 CudaWeight w = (CudaWeight) weight(b, t, rnd);
                 CudaBuffer x1 = (CudaBuffer) x.rows(1), y1 = (CudaBuffer) y.rows(1), xn = (CudaBuffer) x, yn = (CudaBuffer) y;
                 float gemv = median(d, () -> b.gemv(x1, w, y1));
+                float ref = median(d, () -> b.gemvRef(x1, w, y1));
                 float kern = median(d, () -> b.gemmKernel(xn, w, yn));
                 float cublas = median(d, () -> b.gemmCublas(xn, w, yn));
                 double flop = 2.0 * ROWS * COLS * PREFILL_TOKENS;
                 double gbs = w.storedBytes / (gemv / 1e3) / 1e9;
-                System.out.printf(Locale.ROOT, "| %s | %.1f | %.1f | %.0f | %.0f %% | %.1f | %.1f |%n", t, w.storedBytes / 1e6, gemv * 1e3, gbs,
-                        100 * gbs / copy, flop / (kern / 1e3) / 1e12, flop / (cublas / 1e3) / 1e12);
+                System.out.printf(Locale.ROOT, "| %s | %.1f | %.1f | %.0f | %.0f %% | %.0f | %.1f | %.1f |%n", t, w.storedBytes / 1e6, gemv * 1e3, gbs,
+                        100 * gbs / copy, w.storedBytes / (ref / 1e3) / 1e9, flop / (kern / 1e3) / 1e12, flop / (cublas / 1e3) / 1e12);
             }
             int heads = 32, kvHeads = 8, hd = 128, ctx = 4096;
             KvCache cache = b.allocateKvCache(kvHeads, hd, ctx + 1);

@@ -5,8 +5,6 @@ import dev.v100.runtime.backend.KvCache;
 
 import java.util.Arrays;
 
-import static org.bytedeco.cuda.global.cudart.cuMemsetD32Async;
-
 /**
  * One layer's paged KV cache of one sequence: a block table (position / page size -> page of the
  * device's pool, on the device) filled as positions are first written. A page holds
@@ -39,7 +37,7 @@ final class CudaKvCache implements KvCache, AutoCloseable {
         return 2L * 2 * kvHeads * PAGE * headDim;
     }
 
-    /** Makes positions [0, endPos) backed by pages (taking new ones from the pool in order). */
+    /** Makes positions [0, endPos) backed by pages (taking new ones from the pool in order; the table entries reach the device before the next launches). */
     void ensure(int endPos, String who) {
         int need = (endPos + PAGE - 1) / PAGE;
         if (need <= mapped) return;
@@ -47,7 +45,7 @@ final class CudaKvCache implements KvCache, AutoCloseable {
         while (mapped < need) {
             int p = pool.take(who);
             pages[mapped] = p;
-            Cuda.check(cuMemsetD32Async(table + 4L * mapped, p, 1, owner.device.stream), "cuMemsetD32Async", "mapping a KV page");
+            owner.device.queue.tableWrite(table + 4L * mapped, p);
             mapped++;
         }
     }

@@ -28,14 +28,21 @@ final class CudaWeight implements Weight {
     final long vector;            // 1-D: fp32 [cols] on the device; 0 for matrices
     final long expertRows;        // 3-D [experts, out, in]: out (rows = experts * out); 0 otherwise
     final int layer;              // blk.N... -> N; -1 for global tensors
+    final Kernels kernels;        // this type's kernels, resolved once
+    /** Whether the fast GEMV takes this weight: 16-byte aligned address and row stride, whole 32-column units. */
+    final boolean fastGemv;
 
-    CudaWeight(String name, GgmlType type, String kernelSuffix, long[] shape, long rows, long cols, long address, long rowBytes,
-               long storedBytes, long scales, long zeros, int groups, int groupShift, long vector) {
-        this(name, type, kernelSuffix, shape, rows, cols, address, rowBytes, storedBytes, scales, zeros, groups, groupShift, vector, 0);
+    /** The kernels of one weight type (suffix): decode GEMV (fast for 1 and up to 8 rows, reference), GEMM, dequant, MoE, gather. */
+    record Kernels(CudaKernel gemv, CudaKernel gemv8, CudaKernel gemvRef, CudaKernel gemm, CudaKernel dequant, CudaKernel expert,
+                   CudaKernel embed) {
+        static Kernels of(CudaDevice d, String suffix) {
+            return new Kernels(d.kernel("gemv_" + suffix), d.kernel("gemv8_" + suffix), d.kernel("gemv_ref_" + suffix), d.kernel("gemm_" + suffix),
+                    d.kernel("dequant_" + suffix), d.kernel("expert_gemv_" + suffix), d.kernel("embed_" + suffix));
+        }
     }
 
     CudaWeight(String name, GgmlType type, String kernelSuffix, long[] shape, long rows, long cols, long address, long rowBytes,
-               long storedBytes, long scales, long zeros, int groups, int groupShift, long vector, long expertRows) {
+               long storedBytes, long scales, long zeros, int groups, int groupShift, long vector, long expertRows, Kernels kernels) {
         this.name = name;
         this.type = type;
         this.kernelSuffix = kernelSuffix;
@@ -52,6 +59,9 @@ final class CudaWeight implements Weight {
         this.vector = vector;
         this.expertRows = expertRows;
         this.layer = layerOf(name);
+        this.kernels = kernels;
+        int align = dev.v100.kernels.cuda.KernelCatalog.GEMV_FAST_ALIGN_BYTES;
+        this.fastGemv = address % align == 0 && rowBytes % align == 0 && cols % dev.v100.kernels.cuda.KernelCatalog.GEMV_FAST_COLS_MULTIPLE == 0;
     }
 
     static int layerOf(String name) {

@@ -98,7 +98,7 @@ public final class MultiGpuBench {
                 long calls = Arrays.stream(t.allReduces()).max().orElse(0);
                 if (calls > 0) {
                     table.put("all-reduce per decode step (measured)", String.format(Locale.ROOT,
-                            "%.3f ms mean over ranks, %.3f ms slowest rank; %d all-reduces of %d fp16 values each (%.1f us each); %.0f %% of a %.2f ms step "
+                            "%.3f ms mean over ranks, %.3f ms slowest rank; %d all-reduces of %d fp32 values each (%.1f us each); %.0f %% of a %.2f ms step "
                                     + "(events on)", t.meanAllReduceMs() / steps, t.maxAllReduceMs() / steps, calls / steps, c.hiddenSize(),
                             1000 * t.meanAllReduceMs() / calls, 100 * t.meanAllReduceMs() / steps / timedStepMs, timedStepMs));
                 } else {

@@ -34,7 +34,7 @@ import static org.bytedeco.cuda.global.cudart.cuInit;
  * several GPUs need exactly one per rank ({@link #checkLayout}).
  */
 public final class MultiGpuModels {
-    /** Columns of the fp16 buffer the load-time NCCL check sums and hands on. */
+    /** Columns of the buffer the load-time NCCL check sums and hands on. */
     static final int CHECK_COLS = 256;
 
     private MultiGpuModels() {}
@@ -218,7 +218,7 @@ public final class MultiGpuModels {
 
     /**
      * Sums known values over every stage and hands the result across stages, then checks every rank
-     * holds the exact sum (small integers: exact in fp16). Returns the seconds it took.
+     * holds the exact sum (small integers: exact). Returns the seconds it took.
      */
     static double check(MultiGpuBackend[] ranks, Collectives c, int tp, int pp) {
         long t0 = System.nanoTime();

@@ -19,7 +19,7 @@ import static org.bytedeco.cuda.global.nccl.*;
 
 /**
  * Collectives between ranks on different GPUs, over NCCL: the all-reduce after every row-parallel layer
- * is an in-place fp16 sum ({@code ncclAllReduce}) on each rank's stream over its stage's communicator;
+ * is an in-place fp32 sum ({@code ncclAllReduce}) on each rank's stream over its stage's communicator;
  * the pipeline hand-off is {@code ncclSend} on the sending rank's stream and {@code ncclRecv} on the
  * receiving one's (stream-ordered on both sides: the receiver reads, and the sender overwrites, only
  * after the transfer). The vocab-split logits are gathered by the model on the host (each last-stage
@@ -162,7 +162,7 @@ public final class NcclCollectives implements Collectives {
     private void allReduce(int rank, CudaBuffer b) {
         CudaDevice d = backends[rank].device;
         ncclComm c = comms.stage(rank);
-        NcclLibrary.check(ncclAllReduce(Cuda.at(b.address), Cuda.at(b.address), b.elems(), ncclFloat16, ncclSum, c, d.stream), "ncclAllReduce",
+        NcclLibrary.check(ncclAllReduce(Cuda.at(b.address), Cuda.at(b.address), b.elems(), ncclFloat32, ncclSum, c, d.stream()), "ncclAllReduce",
                 "all-reduce of " + b + " on " + group.rankName(rank), c);
     }
 
@@ -201,8 +201,8 @@ public final class NcclCollectives implements Collectives {
         CudaDevice d = backends[rank].device;
         ncclComm c = comms.world(rank);
         String what = (send ? "sending " : "receiving ") + b + (send ? " to " : " from ") + group.rankName(peer);
-        int rc = send ? ncclSend(Cuda.at(b.address), b.elems(), ncclFloat16, peer, c, d.stream)
-                : ncclRecv(Cuda.at(b.address), b.elems(), ncclFloat16, peer, c, d.stream);
+        int rc = send ? ncclSend(Cuda.at(b.address), b.elems(), ncclFloat32, peer, c, d.stream())
+                : ncclRecv(Cuda.at(b.address), b.elems(), ncclFloat32, peer, c, d.stream());
         NcclLibrary.check(rc, send ? "ncclSend" : "ncclRecv", what, c);
     }
 
@@ -214,7 +214,7 @@ public final class NcclCollectives implements Collectives {
         CudaDevice d = backends[rank].device;
         d.bind();
         CUevent_st[] ev = {event(rank), event(rank)};
-        Cuda.check(cuEventRecord(ev[0], d.stream), "cuEventRecord", "timing a collective");
+        Cuda.check(cuEventRecord(ev[0], d.stream()), "cuEventRecord", "timing a collective");
         return ev;
     }
 
@@ -237,7 +237,7 @@ public final class NcclCollectives implements Collectives {
 
     private void end(int rank, CUevent_st[] ev, List<CUevent_st[]> pending) {
         if (ev == null) return;
-        Cuda.check(cuEventRecord(ev[1], backends[rank].device.stream), "cuEventRecord", "timing a collective");
+        Cuda.check(cuEventRecord(ev[1], backends[rank].device.stream()), "cuEventRecord", "timing a collective");
         pending.add(ev);
     }
 

@@ -39,9 +39,9 @@ public final class RankUpload {
                 if (i >= 2) Cuda.check(cuEventSynchronize(done[b]), "cuEventSynchronize", "waiting for a staging buffer");
                 long n = Math.min(chunk, size - off);
                 MemorySegment.copy(src, off, stage[b].segment, 0, n);
-                Cuda.check(cuMemcpyHtoDAsync(dst + off, stage[b].pointer(), n, d.stream), "cuMemcpyHtoDAsync",
+                Cuda.check(cuMemcpyHtoDAsync(dst + off, stage[b].pointer(), n, d.stream()), "cuMemcpyHtoDAsync",
                         what + ": bytes [" + off + ", " + (off + n) + ")");
-                Cuda.check(cuEventRecord(done[b], d.stream), "cuEventRecord");
+                Cuda.check(cuEventRecord(done[b], d.stream()), "cuEventRecord");
                 if (System.nanoTime() > nextReport) {
                     double s = (System.nanoTime() - t0) / 1e9;
                     d.options.report(String.format(Locale.ROOT, "%s: %.1f / %.1f GB, %.2f GB/s", what, (off + n) / 1e9, size / 1e9, (off + n) / s / 1e9));
@@ -65,9 +65,9 @@ public final class RankUpload {
         long dst = d.malloc(bytes, "copy benchmark");
         try {
             p.segment.fill((byte) 1);
-            Cuda.check(cuMemcpyHtoDAsync(dst, p.pointer(), bytes, d.stream), "cuMemcpyHtoDAsync");   // warm-up
+            Cuda.check(cuMemcpyHtoDAsync(dst, p.pointer(), bytes, d.stream()), "cuMemcpyHtoDAsync");   // warm-up
             float ms = d.timeMs(() -> {
-                for (int r = 0; r < reps; r++) Cuda.check(cuMemcpyHtoDAsync(dst, p.pointer(), bytes, d.stream), "cuMemcpyHtoDAsync");
+                for (int r = 0; r < reps; r++) Cuda.check(cuMemcpyHtoDAsync(dst, p.pointer(), bytes, d.stream()), "cuMemcpyHtoDAsync");
             });
             return (double) bytes * reps / (ms / 1e3) / 1e9;
         } finally {
@@ -81,10 +81,10 @@ public final class RankUpload {
         d.bind();
         long a = d.malloc(bytes, "copy benchmark"), b = d.malloc(bytes, "copy benchmark");
         try {
-            Cuda.check(cuMemsetD8Async(a, (byte) 3, bytes, d.stream), "cuMemsetD8Async");
-            Cuda.check(cuMemcpyDtoDAsync(b, a, bytes, d.stream), "cuMemcpyDtoDAsync");
+            Cuda.check(cuMemsetD8Async(a, (byte) 3, bytes, d.stream()), "cuMemsetD8Async");
+            Cuda.check(cuMemcpyDtoDAsync(b, a, bytes, d.stream()), "cuMemcpyDtoDAsync");
             float ms = d.timeMs(() -> {
-                for (int r = 0; r < reps; r++) Cuda.check(cuMemcpyDtoDAsync(r % 2 == 0 ? b : a, r % 2 == 0 ? a : b, bytes, d.stream), "cuMemcpyDtoDAsync");
+                for (int r = 0; r < reps; r++) Cuda.check(cuMemcpyDtoDAsync(r % 2 == 0 ? b : a, r % 2 == 0 ? a : b, bytes, d.stream()), "cuMemcpyDtoDAsync");
             });
             return 2.0 * bytes * reps / (ms / 1e3) / 1e9;
         } finally {

@@ -25,17 +25,22 @@ import static dev.v100.runtime.cuda.CudaTesting.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 /**
- * Every weight type through every matmul path (GEMV for decode, the WMMA GEMM kernel, cuBLAS GemmEx
- * over dequantized chunks, and the measured choice between the last two) against a double-precision
- * product of the reference-decoded weights, on awkward shapes and token counts.
+ * Every weight type through every matmul path (the fast GEMV and its reference twin for decode, the WMMA
+ * GEMM kernel, cuBLAS GemmEx over dequantized chunks, and the measured choice between the last two)
+ * against a double-precision product of the reference-decoded weights, on awkward shapes and token counts;
+ * the fast GEMV also against its twin directly, on shapes it takes (several chunks, partial row groups).
  */
 @Tag("gpu")
 class CudaMatmulTest {
     /**
-     * fp16 rounding of the activations (inputs are fp16 already), of the weights on the GEMM paths and of
-     * the outputs: about 1e-7 expected as NMSE; fp32 accumulation adds nothing visible at these sizes.
+     * GEMM paths: fp16 rounding of the weights (inputs are fp16-representable already) as tensor-core
+     * operands, fp32 accumulation and output: about 1e-7 expected as NMSE.
      */
     static final double MATMUL_NMSE = 1e-5;
+    /** GEMV paths: exact fp32 decode, fp32 products and sums in another order than the double reference: ~1e-13. */
+    static final double GEMV_NMSE = 1e-9;
+    /** Fast GEMV against its twin: the same fp32 products summed in another order. */
+    static final double TWIN_NMSE = 1e-10;
 
     record Shape(int rows, int cols, int tokens) {}
 
@@ -72,6 +77,7 @@ class CudaMatmulTest {
     }
 
     static final Path GEMV = (b, x, w, o) -> b.gemv(x, w, o);
+    static final Path GEMV_REF = (b, x, w, o) -> b.gemvRef(x, w, o);
     static final Path KERNEL = (b, x, w, o) -> b.gemmKernel(x, w, o);
     static final Path CUBLAS = (b, x, w, o) -> b.gemmCublas(x, w, o);
     static final Path CHOSEN = (b, x, w, o) -> b.matmul(x, w, o);
@@ -82,11 +88,15 @@ class CudaMatmulTest {
         Buffer xb = b.allocate("x", n, cols);
         b.write(xb, x, 0);
         List<Path> paths = new ArrayList<>();
-        if (n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS) paths.add(GEMV);
+        boolean gemv = n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS;
+        if (gemv) {
+            paths.add(GEMV);
+            paths.add(GEMV_REF);
+        }
         paths.add(KERNEL);
         paths.add(CUBLAS);
         paths.add(CHOSEN);
-        String[] names = {"gemv", "gemm kernel", "cuBLAS", "matmul"};
+        String[] names = {"gemv", "gemm kernel", "cuBLAS", "matmul", "gemv reference twin"};
         for (Path p : paths) {
             Buffer out = b.allocate("y", n, rows);
             float[] poison = new float[n * rows];
@@ -95,9 +105,72 @@ class CudaMatmulTest {
             p.run(b, (CudaBuffer) xb, (CudaWeight) weight, (CudaBuffer) out);
             float[] got = b.read(out);
             double e = nmse(got, ref);
-            String path = p == GEMV ? names[0] : p == KERNEL ? names[1] : p == CUBLAS ? names[2] : names[3];
-            assertTrue(e <= MATMUL_NMSE, what + " via " + path + ": NMSE " + e + " > " + MATMUL_NMSE + " (" + worst(got, ref) + ")");
+            String path = p == GEMV ? names[0] : p == KERNEL ? names[1] : p == CUBLAS ? names[2] : p == GEMV_REF ? names[4] : names[3];
+            double limit = p == GEMV || p == GEMV_REF || (p == CHOSEN && gemv) ? GEMV_NMSE : MATMUL_NMSE;
+            assertTrue(e <= limit, what + " via " + path + ": NMSE " + e + " > " + limit + " (" + worst(got, ref) + ")");
         }
+    }
+
+    /** Shapes the fast GEMV takes when the type's rows are 16-byte multiples: several chunks, row groups cut short, 1..8 tokens. */
+    static List<Shape> fastShapes(int blockCols) {
+        int cols = blockCols == 256 ? 8192 : 4352;   // K-quants: 32 blocks (2 chunks, every type's row a 16-byte multiple); others: 136 units (2 chunks)
+        List<Shape> s = new ArrayList<>();
+        s.add(new Shape(769, cols, 1));
+        s.add(new Shape(3, cols, 1));
+        s.add(new Shape(67, cols, 8));
+        s.add(new Shape(5, cols, 5));
+        s.add(new Shape(130, 4096, 2));
+        return s;
+    }
+
+    /** The fast GEMV against its reference twin and the double product, where it takes the weight (it must, on these shapes). */
+    void checkTwins(CudaBackend b, Weight weight, float[] dense, int rows, int cols, int n, SplittableRandom rnd, String what) {
+        CudaWeight w = (CudaWeight) weight;
+        assertTrue(w.fastGemv, what + ": the fast GEMV must take it (rowBytes " + w.rowBytes + ", cols " + cols + ")");
+        float[] x = halves(rnd, n * cols, 1);
+        float[] ref = reference(dense, rows, cols, x, n);
+        Buffer xb = b.allocate("x", n, cols);
+        b.write(xb, x, 0);
+        Buffer fast = b.allocate("fast", n, rows), twin = b.allocate("twin", n, rows);
+        float[] poison = new float[n * rows];
+        Arrays.fill(poison, Float.NaN);
+        b.write(fast, poison, 0);
+        b.write(twin, poison, 0);
+        b.gemvFast((CudaBuffer) xb, w, (CudaBuffer) fast);
+        b.gemvRef((CudaBuffer) xb, w, (CudaBuffer) twin);
+        float[] f = b.read(fast), t = b.read(twin);
+        double e = nmse(f, t);
+        assertTrue(e <= TWIN_NMSE, what + ": fast GEMV vs its twin NMSE " + e + " > " + TWIN_NMSE + " (" + worst(f, t) + ")");
+        e = nmse(f, ref);
+        assertTrue(e <= GEMV_NMSE, what + ": fast GEMV NMSE " + e + " > " + GEMV_NMSE + " (" + worst(f, ref) + ")");
+    }
+
+    @TestFactory
+    Stream<DynamicTest> fastGemvMatchesItsTwin() {
+        List<String> suffixes = new ArrayList<>(dev.v100.kernels.cuda.KernelCatalog.GGML_TYPE_SUFFIXES);
+        suffixes.add(dev.v100.kernels.cuda.KernelCatalog.W4A16_SUFFIX);
+        return suffixes.stream().map(sfx -> DynamicTest.dynamicTest(sfx, () -> {
+            try (CudaBackend b = backend("gemv twins " + sfx)) {
+                SplittableRandom rnd = new SplittableRandom(sfx.hashCode());
+                if (sfx.equals(dev.v100.kernels.cuda.KernelCatalog.W4A16_SUFFIX)) {
+                    for (Shape s : fastShapes(128)) {
+                        W4A16Layout.Geometry g = new W4A16Layout.Geometry(s.rows(), s.cols(), 32);
+                        MemorySegment blob = randomW4A16(g, rnd);
+                        Weight w = b.w4a16Weight("blk.0.ffn_down.weight", new long[] {s.rows(), s.cols()}, 32, blob);
+                        checkTwins(b, w, W4A16Layout.dequantize(blob, g), s.rows(), s.cols(), s.tokens(), rnd, "W4A16 " + s);
+                    }
+                    return;
+                }
+                GgmlType t = GgmlType.byName(sfx);
+                for (Shape s : fastShapes(t.blockSize)) {
+                    StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", t, s.rows(), s.cols(), 0.05, rnd);
+                    float[] dense = new float[s.rows() * s.cols()];
+                    for (int r = 0; r < s.rows(); r++) GgmlCodecs.dequantizeRow(t, m.data(), s.cols(), r, dense, r * s.cols());
+                    Weight w = b.weight(m.name(), t, new long[] {s.rows(), s.cols()}, m.data());
+                    checkTwins(b, w, dense, s.rows(), s.cols(), s.tokens(), rnd, t + " " + s);
+                }
+            }
+        }));
     }
 
     /** One test per type, so that a failing type does not hide the others' results. */

@@ -1,0 +1,421 @@
+package dev.v100.runtime.cuda;
+
+import dev.v100.kernels.cuda.KernelCatalog;
+import org.bytedeco.cuda.cudart.CUgraphExec_st;
+import org.bytedeco.cuda.cudart.CUgraph_st;
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.bytedeco.javacpp.PointerPointer;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+import static org.bytedeco.cuda.global.cudart.*;
+
+/**
+ * Every kernel launch of a device goes through here, and repeated launch sequences are replayed as CUDA
+ * graphs: a decode step (one token through every layer) issues the same few hundred launches every time,
+ * and launching them one by one from Java costs more than the GPU needs to run them.
+ *
+ * <p><b>Chunks.</b> Launches are grouped into chunks: the launches between two stream operations that are
+ * not kernels (uploads, downloads, memsets, cuBLAS calls, synchronization: everything that takes the stream
+ * through {@link CudaDevice#stream} ends the current chunk first), cut after {@link #CHUNK_OPS} launches.
+ * A chunk is described exactly: kernel, grid, block, shared memory and every argument's bits. Values that
+ * change every step do not appear in arguments: the position and the token ids are read by the kernels from
+ * the device's step block, which the host updates ({@link #setPosition}, {@link #setTokenIds}) and uploads
+ * before the chunk's launches (the chunk's prologue).
+ *
+ * <p><b>Replay.</b> While a chunk's launches so far equal the start of a cached graph they are only
+ * recorded; when the chunk ends as exactly that graph, the prologue is issued and the graph launched
+ * (cuGraphLaunch). At the first launch that matches no cached graph, everything recorded is launched
+ * eagerly and the rest of the chunk too. A chunk launched eagerly twice with the same description is
+ * captured (stream capture of the recorded launches) into a graph for the next time. Graphs keep the
+ * device addresses they were captured with; freeing any device memory drops them all
+ * ({@link #dropGraphs}).
+ *
+ * <p>Ordering: kernels recorded but not launched yet touch only device memory, and nothing else reaches
+ * the stream before they are launched, so the stream sees the same order as without graphs. KV block-table
+ * writes ({@link #tableWrite}) may move to the start of their chunk: only later launches read the entries
+ * they write. One thread at a time (the backend's contract).
+ */
+final class LaunchQueue {
+    /** Launches per chunk: a decode step of a small model is one or two chunks, a large one a few; a graph each. */
+    static final int CHUNK_OPS = 128;
+    /** Chunks shorter than this are launched eagerly always (a graph launch costs about what a few launches do). */
+    static final int MIN_GRAPH_OPS = 4;
+    /** Cached graphs, least recently used dropped first: a decode step per attention-split count, and a few prefill chunks. */
+    static final int MAX_GRAPHS = 32;
+    /** Step block: header ints before the token ids (KernelCatalog.STEP_IDS). */
+    static final int STEP_HEADER_INTS = KernelCatalog.STEP_IDS;
+
+    private static final int IDLE = 0, MATCHING = 1, EAGER = 2;
+
+    private final CudaDevice device;
+    private final CUstream_st stream;
+    private final Launch launch = new Launch(this);
+    // native kernel parameters of an eager launch: MAX_ARGS 8-byte slots and the void* array pointing at them
+    private final MemorySegment nativeSlots;
+    private final PointerPointer<?> params;
+
+    // the current chunk: descriptor i of count
+    private final CudaKernel[] kernel = new CudaKernel[CHUNK_OPS];
+    private final long[][] args = new long[CHUNK_OPS][Launch.MAX_ARGS];
+    private final int[] nArgs = new int[CHUNK_OPS], gridX = new int[CHUNK_OPS], gridY = new int[CHUNK_OPS], gridZ = new int[CHUNK_OPS],
+            block = new int[CHUNK_OPS], smem = new int[CHUNK_OPS];
+    private int count;
+    private long hash;
+    private int state = IDLE;
+    private boolean chunkReadsPos, chunkReadsIds;
+    private final Graph[] candidates = new Graph[MAX_GRAPHS];
+    private int nCandidates;
+
+    private final List<Graph> graphs = new ArrayList<>();
+    private final Map<Long, Integer> seen = new HashMap<>();
+    private boolean graphsEnabled;
+    private long clock;
+
+    // the step block: host copy (header + ids) and the device copy it is uploaded to
+    private final Arena arena;
+    private MemorySegment hostStep;   // int [STEP_HEADER_INTS + idCapacity]
+    private long deviceStep;          // the same on the device
+    private int idCapacity;
+    private int hostNIds;
+    private int hostPos = Integer.MIN_VALUE;
+    private boolean stepDirty;
+
+    // KV block-table writes waiting for the chunk's prologue: {address, value}
+    private long[] preAddress = new long[16];
+    private int[] preValue = new int[16];
+    private int nPre;
+
+    // counters for bench reports
+    long graphLaunches;
+    long graphKernels;
+    long eagerKernels;
+    long graphsBuilt;
+
+    LaunchQueue(CudaDevice device, CUstream_st stream, Arena arena, boolean graphs, int idCapacity) {
+        this.device = device;
+        this.stream = stream;
+        this.graphsEnabled = graphs;
+        nativeSlots = arena.allocate(8L * Launch.MAX_ARGS, 16);
+        // a JavaCPP PointerPointer: cuLaunchKernel's overload that takes a bare Pointer is refused by the
+        // driver (CUDA_ERROR_INVALID_VALUE, seen on the H200), the PointerPointer one is not
+        params = new PointerPointer<>(Launch.MAX_ARGS);
+        for (int i = 0; i < Launch.MAX_ARGS; i++) params.put(i, Cuda.at(nativeSlots.address() + 8L * i));
+        this.arena = arena;
+        this.idCapacity = idCapacity;
+        hostStep = arena.allocate(4L * (STEP_HEADER_INTS + idCapacity), 16);
+        deviceStep = device.mallocRaw(4L * (STEP_HEADER_INTS + idCapacity), "the step block");
+    }
+
+    // ---- launching ------------------------------------------------------------------------------
+
+    /** The builder of the next launch of k (its arguments go straight into the next descriptor). */
+    Launch begin(CudaKernel k) {
+        return launch.begin(k, args[count], count);
+    }
+
+    void submit(int index, CudaKernel k, int n, int gx, int gy, int gz, int bx, int dynSmem) {
+        int i = count;
+        if (index != i) {
+            // something between begin and go took the stream (and ended the chunk): the arguments went elsewhere
+            throw new IllegalStateException(k.name + ": the launch queue moved on while this launch's arguments were being written");
+        }
+        kernel[i] = k;
+        nArgs[i] = n;
+        gridX[i] = gx;
+        gridY[i] = gy;
+        gridZ[i] = gz;
+        block[i] = bx;
+        smem[i] = dynSmem;
+        if ((k.reads & CudaKernel.READS_POS) != 0) chunkReadsPos = true;
+        if ((k.reads & CudaKernel.READS_IDS) != 0) chunkReadsIds = true;
+        count++;
+        hash = hash * 1_000_003L + descriptorHash(i);
+        switch (state) {
+            case IDLE -> {
+                nCandidates = 0;
+                if (graphsEnabled) for (Graph g : graphs) if (g.length >= 1 && g.matches(this, 0)) candidates[nCandidates++] = g;
+                if (nCandidates > 0) {
+                    state = MATCHING;
+                } else {
+                    state = EAGER;
+                    prologue();
+                    launchEager(0);
+                }
+            }
+            case MATCHING -> {
+                int kept = 0;
+                for (int c = 0; c < nCandidates; c++) if (candidates[c].length > i && candidates[c].matches(this, i)) candidates[kept++] = candidates[c];
+                nCandidates = kept;
+                if (kept == 0) {
+                    state = EAGER;
+                    prologue();
+                    for (int j = 0; j <= i; j++) launchEager(j);
+                }
+            }
+            default -> launchEager(i);
+        }
+        if (count == CHUNK_OPS) endChunk();
+    }
+
+    /** Ends the current chunk: its prologue, then its graph or whatever of it is not launched yet. */
+    void flush() {
+        endChunk();
+    }
+
+    private void endChunk() {
+        if (count == 0) {
+            prologue();
+            resetChunk();
+            return;
+        }
+        if (state == MATCHING) {
+            Graph g = null;
+            for (int c = 0; c < nCandidates; c++) if (candidates[c].length == count) g = candidates[c];
+            prologue();
+            if (g != null) {
+                Cuda.check(cuGraphLaunch(g.exec, stream), "cuGraphLaunch", "replaying a chunk of " + count + " launches");
+                g.lastUse = ++clock;
+                graphLaunches++;
+                graphKernels += count;
+                resetChunk();
+                return;
+            }
+            for (int j = 0; j < count; j++) launchEager(j);   // a prefix of longer graphs only
+        }
+        if (graphsEnabled && count >= MIN_GRAPH_OPS) {
+            if (seen.size() > 4096) seen.clear();
+            if (seen.merge(hash, 1, Integer::sum) >= 2) {
+                seen.remove(hash);
+                capture();
+            }
+        }
+        resetChunk();
+    }
+
+    private void resetChunk() {
+        count = 0;
+        hash = 0;
+        state = IDLE;
+        nCandidates = 0;
+        chunkReadsPos = false;
+        chunkReadsIds = false;
+    }
+
+    private long descriptorHash(int i) {
+        long h = System.identityHashCode(kernel[i]);
+        h = h * 31 + gridX[i];
+        h = h * 31 + gridY[i];
+        h = h * 31 + gridZ[i];
+        h = h * 31 + block[i];
+        h = h * 31 + smem[i];
+        long[] a = args[i];
+        for (int j = 0; j < nArgs[i]; j++) h = h * 1_000_003L + a[j];
+        return h;
+    }
+
+    private void launchEager(int i) {
+        long[] a = args[i];
+        for (int j = 0; j < nArgs[i]; j++) nativeSlots.setAtIndex(ValueLayout.JAVA_LONG, j, a[j]);
+        int rc = cuLaunchKernel(kernel[i].fn, gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
+        if (rc != 0) {
+            Cuda.check(rc, "cuLaunchKernel", "launching " + kernel[i].name + " (grid " + gridX[i] + "x" + gridY[i] + "x" + gridZ[i] + ", block "
+                    + block[i] + ", " + smem[i] + " bytes of dynamic shared memory)");
+        }
+        eagerKernels++;
+    }
+
+    // ---- graphs -----------------------------------------------------------------------------------
+
+    /** One cached graph and the exact chunk it replays. */
+    static final class Graph {
+        final CudaKernel[] kernel;
+        final long[][] args;
+        final int[] nArgs, gridX, gridY, gridZ, block, smem;
+        final int length;
+        final CUgraphExec_st exec;
+        long lastUse;
+
+        Graph(LaunchQueue q, CUgraphExec_st exec) {
+            length = q.count;
+            kernel = java.util.Arrays.copyOf(q.kernel, length);
+            args = new long[length][];
+            for (int i = 0; i < length; i++) args[i] = java.util.Arrays.copyOf(q.args[i], q.nArgs[i]);
+            nArgs = java.util.Arrays.copyOf(q.nArgs, length);
+            gridX = java.util.Arrays.copyOf(q.gridX, length);
+            gridY = java.util.Arrays.copyOf(q.gridY, length);
+            gridZ = java.util.Arrays.copyOf(q.gridZ, length);
+            block = java.util.Arrays.copyOf(q.block, length);
+            smem = java.util.Arrays.copyOf(q.smem, length);
+            this.exec = exec;
+        }
+
+        /** Whether launch i of this graph is descriptor i of the queue's chunk. */
+        boolean matches(LaunchQueue q, int i) {
+            if (kernel[i] != q.kernel[i] || gridX[i] != q.gridX[i] || gridY[i] != q.gridY[i] || gridZ[i] != q.gridZ[i] || block[i] != q.block[i]
+                    || smem[i] != q.smem[i] || nArgs[i] != q.nArgs[i]) {
+                return false;
+            }
+            long[] a = args[i], b = q.args[i];
+            for (int j = 0; j < a.length; j++) if (a[j] != b[j]) return false;
+            return true;
+        }
+    }
+
+    /** Captures the current chunk (launched eagerly already) into a graph for its next occurrence. */
+    private void capture() {
+        CUgraph_st graph = new CUgraph_st();
+        int rc = cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+        if (rc != 0) {
+            disableGraphs("cuStreamBeginCapture", rc);
+            return;
+        }
+        int launchRc = 0;
+        for (int i = 0; i < count && launchRc == 0; i++) {
+            long[] a = args[i];
+            for (int j = 0; j < nArgs[i]; j++) nativeSlots.setAtIndex(ValueLayout.JAVA_LONG, j, a[j]);
+            launchRc = cuLaunchKernel(kernel[i].fn, gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
+        }
+        rc = cuStreamEndCapture(stream, graph);
+        if (launchRc != 0 || rc != 0) {
+            if (rc == 0) cuGraphDestroy(graph);
+            disableGraphs(launchRc != 0 ? "cuLaunchKernel under stream capture" : "cuStreamEndCapture", launchRc != 0 ? launchRc : rc);
+            return;
+        }
+        CUgraphExec_st exec = new CUgraphExec_st();
+        rc = cuGraphInstantiate(exec, graph, 0);
+        cuGraphDestroy(graph);
+        if (rc != 0) {
+            disableGraphs("cuGraphInstantiate", rc);
+            return;
+        }
+        if (graphs.size() == MAX_GRAPHS) {
+            Graph oldest = graphs.get(0);
+            for (Graph g : graphs) if (g.lastUse < oldest.lastUse) oldest = g;
+            graphs.remove(oldest);
+            cuGraphExecDestroy(oldest.exec);
+        }
+        Graph g = new Graph(this, exec);
+        g.lastUse = ++clock;
+        graphs.add(g);
+        graphsBuilt++;
+    }
+
+    /** A driver that refuses graphs leaves eager launches, which are always correct; said once. */
+    private void disableGraphs(String call, int rc) {
+        graphsEnabled = false;
+        dropGraphs();
+        device.options.report(String.format(Locale.ROOT, "CUDA graphs off on %s: %s returned %s (%d); launching kernels one by one",
+                device.name, call, Cuda.errorName(rc), rc));
+    }
+
+    /** Drops every cached graph (they hold device addresses; called before any device memory is freed). */
+    void dropGraphs() {
+        for (Graph g : graphs) cuGraphExecDestroy(g.exec);
+        graphs.clear();
+        seen.clear();
+    }
+
+    void setGraphs(boolean on) {
+        flush();
+        if (!on) dropGraphs();
+        graphsEnabled = on;
+    }
+
+    boolean graphsEnabled() {
+        return graphsEnabled;
+    }
+
+    int cachedGraphs() {
+        return graphs.size();
+    }
+
+    // ---- step parameters and the prologue -----------------------------------------------------------
+
+    /** The device address of the step block (kernels that read the position take it). */
+    long stepBlock() {
+        return deviceStep;
+    }
+
+    /** The device address of the step token ids (the embedding gather's ids). */
+    long stepIds() {
+        return deviceStep + 4L * STEP_HEADER_INTS;
+    }
+
+    /** Sets the position the next position-reading launches see. */
+    void setPosition(int pos) {
+        if (pos == hostPos) return;
+        if (chunkReadsPos) endChunk();   // launches recorded so far read the old value
+        hostPos = pos;
+        hostStep.setAtIndex(ValueLayout.JAVA_INT, KernelCatalog.STEP_POS, pos);
+        stepDirty = true;
+        if (state == EAGER) prologue();
+    }
+
+    /** Sets the token ids the next embedding gathers read. */
+    void setTokenIds(int[] ids) {
+        if (ids.length == hostNIds) {
+            boolean same = true;
+            for (int i = 0; i < ids.length && same; i++) same = hostStep.getAtIndex(ValueLayout.JAVA_INT, STEP_HEADER_INTS + i) == ids[i];
+            if (same) return;
+        }
+        if (chunkReadsIds) endChunk();
+        if (ids.length > idCapacity) growIds(ids.length);
+        for (int i = 0; i < ids.length; i++) hostStep.setAtIndex(ValueLayout.JAVA_INT, STEP_HEADER_INTS + i, ids[i]);
+        hostNIds = ids.length;
+        stepDirty = true;
+        if (state == EAGER) prologue();
+    }
+
+    /** Room for n token ids: a new step block (the old one's graphs go; rare: chunks longer than any before). */
+    private void growIds(int n) {
+        endChunk();
+        int cap = Math.max(n, 2 * idCapacity);
+        device.syncRaw("growing the step block");
+        dropGraphs();
+        device.freeRaw(deviceStep);
+        deviceStep = device.mallocRaw(4L * (STEP_HEADER_INTS + cap), "the step block");
+        MemorySegment h = arena.allocate(4L * (STEP_HEADER_INTS + cap), 16);
+        MemorySegment.copy(hostStep, 0, h, 0, 4L * STEP_HEADER_INTS);
+        hostStep = h;
+        idCapacity = cap;
+        stepDirty = true;
+    }
+
+    /** A KV block-table entry (int at address): before the chunk's first launch, or now when the chunk is launching eagerly. */
+    void tableWrite(long address, int value) {
+        if (state == EAGER) {
+            Cuda.check(cuMemsetD32Async(address, value, 1, stream), "cuMemsetD32Async", "mapping a KV page");
+            return;
+        }
+        if (nPre == preAddress.length) {
+            preAddress = java.util.Arrays.copyOf(preAddress, 2 * nPre);
+            preValue = java.util.Arrays.copyOf(preValue, 2 * nPre);
+        }
+        preAddress[nPre] = address;
+        preValue[nPre++] = value;
+    }
+
+    /** What must reach the stream before the chunk's launches: the step block if it changed, then the table writes. */
+    private void prologue() {
+        if (stepDirty) {
+            long bytes = 4L * (STEP_HEADER_INTS + hostNIds);
+            device.uploads.upload(hostStep.asSlice(0, bytes), deviceStep, "uploading the step parameters");
+            stepDirty = false;
+        }
+        for (int i = 0; i < nPre; i++) Cuda.check(cuMemsetD32Async(preAddress[i], preValue[i], 1, stream), "cuMemsetD32Async", "mapping a KV page");
+        nPre = 0;
+    }
+
+    void close() {
+        dropGraphs();
+        device.freeRaw(deviceStep);
+    }
+}
