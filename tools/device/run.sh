@@ -70,7 +70,7 @@ for s in $STEPS; do
     tests)
       # one JVM per test class: a sticky CUDA error (an illegal address) in one class cannot fail the others
       : > "$OUT/gpu-tests.txt"
-      for c in CudaOpsTest:40 CudaMatmulTest:60 CudaAttentionTest:30 CudaHybridOpsTest:30 CudaModelTest:60; do
+      for c in CudaOpsTest:40 CudaMatmulTest:60 CudaAttentionTest:30 CudaHybridOpsTest:30 CudaPrecisionTest:30 CudaModelTest:60; do
         cls=${c%%:*}
         run_step "$cls" "${c##*:}" "$LOGS/$cls.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$LOGS/$cls.txt" "dev.v100.runtime.cuda.$cls"
         notes[$cls]=$(grep -m1 "^GPU TESTS" "$LOGS/$cls.log" | sed 's/ (details.*//')
@@ -78,7 +78,7 @@ for s in $STEPS; do
       done
       ;;
     golden)
-      run_step golden 80 "$LOGS/golden.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$OUT/golden.txt" dev.v100.golden.CudaGoldenTest
+      run_step golden 150 "$LOGS/golden.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$OUT/golden.txt" dev.v100.golden.CudaGoldenTest
       notes[golden]=$(grep -m1 "^GPU TESTS" "$LOGS/golden.log" | sed 's/ (details.*//')
       ;;
     kbench)
