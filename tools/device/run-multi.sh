@@ -7,8 +7,9 @@
 #           vs the plain one-GPU path, bit for bit), MultiGpuNcclAbortTest (a failed rank releases its peer)
 #           -- one JVM per class
 #   golden  MultiGpuGoldenTest: every committed fixture at tp 2 and pp 2 on GPUs 0,1 vs transformers and vs tp 1
-#   bench   Llama-3.2-1B geometry Q4_K (random weights, one set cut three ways, written here in the background):
-#           tp 1 on GPU 0, tp 2 and pp 2 on GPUs 0,1 (decode tok/s, weights per rank, all-reduce ms per step)
+#   bench   Llama-3.1-8B geometry, Q4_K (BENCH_GEOMETRY, BENCH_TYPE; random weights written here in the background
+#           by BenchBundleMain, one bundle per layout): tp 1 on GPU 0, tp 2 and pp 2 on GPUs 0,1 (decode tok/s,
+#           weights per rank, all-reduce ms per step)
 # A failing step does not stop the others; a summary table is printed last. Reports go to $OUT (7 files).
 #
 # Device tool: kind "nvidia-h200-x2", carry [".device"], command "bash tools/device/run-multi.sh", timeout 600.
@@ -23,6 +24,7 @@ LOGS=/tmp/v100-multi-logs
 mkdir -p "$OUT" "$LOGS"
 STEPS=${STEPS:-"info tests golden bench"}
 BENCH_TYPE=${BENCH_TYPE:-Q4_K}
+BENCH_GEOMETRY=${BENCH_GEOMETRY:-llama8B}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # NVLink multicast stays off on these shared hosts (the runtime also sets NCCL_NVLS_ENABLE=0 in-process)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -38,10 +40,10 @@ JAVA=(.device/jre/bin/java --enable-native-access=ALL-UNNAMED -Xmx24g -XX:+UsePa
 
 names=()
 declare -A rc secs notes
-bench=/tmp/v100-multi-bench-$BENCH_TYPE
+bench=/tmp/v100-multi-bench-$BENCH_GEOMETRY-$BENCH_TYPE
 writer=
-if [[ " $STEPS " == *" bench "* ]] && [ ! -d "$bench-tp2pp1" ]; then
-  timeout 240 "${JAVA[@]}" -Xmx8g dev.v100.runtime.cuda.MultiGpuBenchBundleMain "$bench" "$BENCH_TYPE" 1x1 2x1 1x2 > "$LOGS/bench-write.log" 2>&1 &
+if [[ " $STEPS " == *" bench "* ]] && [ ! -d "$bench-tp1pp2" ]; then
+  timeout 300 "${JAVA[@]}" -Xmx4g dev.v100.runtime.cuda.BenchBundleMain "$bench" "$BENCH_TYPE" "$BENCH_GEOMETRY" 1x1 2x1 1x2 > "$LOGS/bench-write.log" 2>&1 &
   writer=$!
 fi
 
@@ -87,7 +89,7 @@ for s in $STEPS; do
       for l in "tp1 tp1pp1 0," "tp2 tp2pp1 0,1" "pp2 tp1pp2 0,1"; do
         set -- $l
         log="$OUT/bench-$1.log"
-        run_step "bench-$1" 45 "$log" "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$bench-$2" --backend cuda --gpus "$3" \
+        run_step "bench-$1" 60 "$log" "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$bench-$2" --backend cuda --gpus "$3" \
           --gpu-memory 0.5 --decode-tokens 64
         notes[bench-$1]=$(grep -E "^\| decode batch 1" "$log" | cut -d'|' -f3 | xargs)
       done
@@ -111,7 +113,7 @@ done
   for b in tp1 tp2 pp2; do
     if [ -f "$OUT/bench-$b.log" ]; then
       echo
-      echo "bench $b (Llama-3.2-1B geometry, $BENCH_TYPE, random weights):"
+      echo "bench $b ($BENCH_GEOMETRY geometry, $BENCH_TYPE, random weights):"
       grep -E "^\|" "$OUT/bench-$b.log"
     fi
   done

@@ -7,15 +7,18 @@
 #
 # Device tool: carry [".device"], command "bash tools/device/run.sh", timeout 600. Every step has its own
 # time limit (together under 10 minutes); STEPS="info tests golden kbench bench" selects steps (e.g. two
-# calls: STEPS="info tests golden", then STEPS="kbench bench"), BENCH_TYPES="Q4_K F16" the bench bundles.
+# calls: STEPS="info tests golden", then STEPS="kbench bench hf"), BENCH_SETS="llama8B:Q4_K ..." the bench
+# bundles (GEOMETRY:TYPE, TYPE a ggml type or W4A16-gG; see BenchBundleMain), HF_GEOMETRY the geometry of
+# the transformers eager baseline (step hf: tools/device/hf_eager_bench.py on the same GPU).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 OUT=${OUT:-$root/.device/out}
 LOGS=/tmp/v100-device-logs   # raw test output; $OUT gets the reports (the device tool returns at most 8 files)
 mkdir -p "$OUT" "$LOGS"
-STEPS=${STEPS:-"info tests golden kbench bench"}
-BENCH_TYPES=${BENCH_TYPES:-"Q4_K F16"}
+STEPS=${STEPS:-"info tests golden kbench bench hf"}
+BENCH_SETS=${BENCH_SETS:-"llama1B:Q4_K llama8B:Q4_K llama8B:W4A16-g128"}
+HF_GEOMETRY=${HF_GEOMETRY:-llama8B}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # keep NCCL off NVLink multicast on the shared hosts (not used here, but never risk it)
 export NCCL_NVLS_ENABLE=0
@@ -34,14 +37,16 @@ declare -A rc secs notes
 
 # the bench bundles are written in the background while the tests run (the CPU is otherwise idle)
 declare -A writer
+# (one after another: each fills its tensors on every core)
 if [[ " $STEPS " == *" bench "* ]]; then
-  for t in $BENCH_TYPES; do
-    b=/tmp/v100-bench-llama1B-$t
-    if [ ! -d "$b" ]; then
-      timeout 240 "${JAVA[@]}" -Xmx4g dev.v100.runtime.cuda.BenchBundleMain "$b" "$t" > "$LOGS/bench-$t.write.log" 2>&1 &
-      writer[$t]=$!
-    fi
-  done
+  (
+    for set in $BENCH_SETS; do
+      g=${set%%:*} t=${set#*:}
+      b=/tmp/v100-bench-$g-$t
+      [ -d "$b-tp1pp1" ] || timeout 300 "${JAVA[@]}" -Xmx4g dev.v100.runtime.cuda.BenchBundleMain "$b" "$t" "$g" 1x1 > "$LOGS/bench-$g-$t.write.log" 2>&1
+      touch "$LOGS/bench-$g-$t.written"
+    done
+  ) &
 fi
 
 run_step() {   # name timeout-seconds log command...
@@ -86,17 +91,22 @@ for s in $STEPS; do
       notes[kbench]=$(grep -m1 "device copy" "$OUT/kbench.log" | sed 's/.*; //')
       ;;
     bench)
-      for t in $BENCH_TYPES; do
-        b=/tmp/v100-bench-llama1B-$t
-        log="$OUT/bench-$t.log"
-        [ -n "${writer[$t]:-}" ] && wait "${writer[$t]}"
-        touch "$LOGS/bench-$t.write.log"
-        run_step "bench-$t" 60 "$log" "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
-        cat "$LOGS/bench-$t.write.log" "$log" > "$LOGS/bench-$t.all" && mv "$LOGS/bench-$t.all" "$log"
-        notes[bench-$t]=$(grep -E "^\| decode batch 1" "$log" | cut -d'|' -f3 | xargs)
+      for set in $BENCH_SETS; do
+        g=${set%%:*} t=${set#*:}
+        b=/tmp/v100-bench-$g-$t-tp1pp1
+        log="$OUT/bench-$g-$t.log"
+        for _ in $(seq 300); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+        touch "$LOGS/bench-$g-$t.write.log"
+        run_step "bench-$g-$t" 90 "$log" "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
+        cat "$LOGS/bench-$g-$t.write.log" "$log" > "$LOGS/bench.all" && mv "$LOGS/bench.all" "$log"
+        notes[bench-$g-$t]=$(grep -E "^\| decode batch 1" "$log" | cut -d'|' -f3 | xargs)
       done
       ;;
-    *) echo "unknown step $s (info tests golden kbench bench)" >&2 ;;
+    hf)
+      run_step hf-eager 240 "$OUT/hf-eager-$HF_GEOMETRY.log" python3 tools/device/hf_eager_bench.py --geometry "$HF_GEOMETRY" --device cuda --dtype float16
+      notes[hf-eager]=$(grep -E "^\| decode batch 1" "$OUT/hf-eager-$HF_GEOMETRY.log" | cut -d'|' -f3 | xargs)
+      ;;
+    *) echo "unknown step $s (info tests golden kbench bench hf)" >&2 ;;
   esac
 done
 
@@ -112,13 +122,19 @@ done
     [ "$r" = 124 ] && res=TIMEOUT
     printf '| %-18s | %-7s | %5s | %s\n' "$n" "$res" "${secs[$n]}" "${notes[$n]:-}"
   done
-  for t in $BENCH_TYPES; do
-    if [ -f "$OUT/bench-$t.log" ]; then
+  for set in $BENCH_SETS; do
+    g=${set%%:*} t=${set#*:}
+    if [ -f "$OUT/bench-$g-$t.log" ]; then
       echo
-      echo "bench $t (Llama-3.2-1B geometry, random weights):"
-      grep -E "^\|" "$OUT/bench-$t.log"
+      echo "bench $t ($g geometry, random weights):"
+      grep -E "^\||^decode step kernels|^  " "$OUT/bench-$g-$t.log"
     fi
   done
+  if [ -f "$OUT/hf-eager-$HF_GEOMETRY.log" ]; then
+    echo
+    echo "transformers eager ($HF_GEOMETRY geometry, random fp16 weights, same GPU):"
+    grep -E "^\|" "$OUT/hf-eager-$HF_GEOMETRY.log"
+  fi
   if [ -f "$OUT/kbench.log" ]; then
     echo
     echo "kernels (random data, median of 20):"

@@ -31,6 +31,8 @@ public final class CudaBench {
 
     private CudaBench() {}
 
+    static final int PROFILED_STEPS = 8;
+
     public static int run(Path bundlePath, ModelOptions requested, CudaOptions cuda, int decodeTokens, PrintWriter out) {
         long t0 = System.nanoTime();
         long jvmStartMs = ProcessHandle.current().info().startInstant().map(java.time.Instant::toEpochMilli).orElse(System.currentTimeMillis());
@@ -86,7 +88,7 @@ public final class CudaBench {
                 table.put(key, String.format(Locale.ROOT, "%.0f tok/s (%.3f s, median of %d)", len / s, s, runs.length));
             }
 
-            int start = Math.max(1, Math.min(512, context - steps - DECODE_WARMUP_STEPS - 1));
+            int start = Math.max(1, Math.min(512, context - steps - DECODE_WARMUP_STEPS - PROFILED_STEPS - 1));
             m.forward(randomTokens(rnd, start, m.vocabSize()), 0, false);
             int pos = start;
             for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = argmax(m.forward(new int[] {next}, pos++, false));
@@ -103,6 +105,13 @@ public final class CudaBench {
             table.put("decode launches per step", String.format(Locale.ROOT, "%.1f kernels: %.1f replayed by %.2f CUDA graph launches, %.1f launched one by one",
                     (replayed + eager) / (double) steps, replayed / (double) steps, graphLaunches / (double) steps, eager / (double) steps));
             table.put("decode batch 8", "not measured: the engine decodes one sequence at a time (no batching yet)");
+            // the same steps again, every kernel between two events: where the GPU time of a step goes
+            d.startProfile();
+            for (int i = 0; i < PROFILED_STEPS; i++) next = argmax(m.forward(new int[] {next}, pos++, false));
+            Map<String, double[]> profile = d.stopProfile();
+            double kernelMs = profile.values().stream().mapToDouble(t -> t[1]).sum() / PROFILED_STEPS;
+            table.put("decode step on the GPU", String.format(Locale.ROOT, "%.2f ms of kernels (each timed alone, %d steps) of %.2f ms per step: "
+                    + "%.0f %% host and launch gaps", kernelMs, PROFILED_STEPS, 1000 * decodeS / steps, Math.max(0, 100 * (1 - kernelMs / (1000 * decodeS / steps)))));
             double meanPos = (decodeStart + pos) / 2.0;
             long weightBytes = decodeWeightBytes(manifest);
             double kvBytes = kvBytesPerPosition(manifest) * meanPos;
@@ -114,6 +123,13 @@ public final class CudaBench {
             if (!gemms.isEmpty()) {
                 out.println("GEMM choices (measured on this GPU, kernel vs cuBLAS GemmEx):");
                 for (String g : gemms) out.println("  " + g);
+            }
+            out.println("decode step kernels (GPU time per step, profiled one by one):");
+            int shown = 0;
+            for (Map.Entry<String, double[]> e : profile.entrySet()) {
+                if (shown++ == 12) break;
+                double ms = e.getValue()[1] / PROFILED_STEPS;
+                out.printf(Locale.ROOT, "  %-28s %6.1f launches %8.3f ms %5.1f %%%n", e.getKey(), e.getValue()[0] / PROFILED_STEPS, ms, 100 * ms / kernelMs);
             }
             out.println();
             out.println("| metric | value |");

@@ -235,6 +235,16 @@ public final class CudaDevice implements AutoCloseable {
      * Launch counters since the device opened: graph launches, kernels they replayed, kernels launched one
      * by one, graphs captured.
      */
+    /** Starts timing every kernel launch with events (graphs off meanwhile); see {@link #stopProfile}. */
+    public void startProfile() {
+        queue.startProfile();
+    }
+
+    /** Kernel name -> {launches, total GPU milliseconds} since {@link #startProfile}, largest first. */
+    public Map<String, double[]> stopProfile() {
+        return queue.stopProfile();
+    }
+
     public long[] launchCounters() {
         return new long[] {queue.graphLaunches, queue.graphKernels, queue.eagerKernels, queue.graphsBuilt};
     }

@@ -1,6 +1,7 @@
 package dev.v100.runtime.cuda;
 
 import dev.v100.kernels.cuda.KernelCatalog;
+import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUgraphExec_st;
 import org.bytedeco.cuda.cudart.CUgraph_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
@@ -224,12 +225,85 @@ final class LaunchQueue {
     private void launchEager(int i) {
         long[] a = args[i];
         for (int j = 0; j < nArgs[i]; j++) nativeSlots.setAtIndex(ValueLayout.JAVA_LONG, j, a[j]);
+        if (profile != null) profile.before(kernel[i].name, stream);
         int rc = cuLaunchKernel(kernel[i].fn, gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
+        if (profile != null) profile.after(stream);
         if (rc != 0) {
             Cuda.check(rc, "cuLaunchKernel", "launching " + kernel[i].name + " (grid " + gridX[i] + "x" + gridY[i] + "x" + gridZ[i] + ", block "
                     + block[i] + ", " + smem[i] + " bytes of dynamic shared memory)");
         }
         eagerKernels++;
+    }
+
+    // ---- profiling --------------------------------------------------------------------------------
+
+    private Profile profile;
+
+    /**
+     * From now on every launch runs eagerly between two events (graphs off), until {@link #stopProfile}:
+     * where a step's GPU time goes, kernel by kernel. Events cost a few microseconds each, so only the
+     * kernels' own times mean anything, not the wall time of a profiled step.
+     */
+    void startProfile() {
+        flush();
+        profile = new Profile();
+        profileGraphs = graphsEnabled;
+        graphsEnabled = false;
+    }
+
+    private boolean profileGraphs;
+
+    /** Ends profiling (the stream drains) and returns kernel name -> {launches, total milliseconds}, largest first. */
+    Map<String, double[]> stopProfile() {
+        flush();
+        Profile p = profile;
+        profile = null;
+        graphsEnabled = profileGraphs;
+        if (p == null) return Map.of();
+        return p.collect();
+    }
+
+    /** Event pairs around launches, created as needed and destroyed when collected. */
+    private static final class Profile {
+        final List<String> names = new ArrayList<>();
+        final List<CUevent_st> events = new ArrayList<>();
+
+        void before(String name, CUstream_st stream) {
+            names.add(name);
+            events.add(record(stream));
+        }
+
+        void after(CUstream_st stream) {
+            events.add(record(stream));
+        }
+
+        private static CUevent_st record(CUstream_st stream) {
+            CUevent_st e = new CUevent_st();
+            Cuda.check(cuEventCreate(e, CU_EVENT_DEFAULT), "cuEventCreate", "profiling");
+            Cuda.check(cuEventRecord(e, stream), "cuEventRecord", "profiling");
+            return e;
+        }
+
+        Map<String, double[]> collect() {
+            Map<String, double[]> out = new HashMap<>();
+            try {
+                if (!events.isEmpty()) Cuda.check(cuEventSynchronize(events.get(events.size() - 1)), "cuEventSynchronize", "profiling");
+                float[] ms = new float[1];
+                for (int i = 0; i < names.size(); i++) {
+                    Cuda.check(cuEventElapsedTime(ms, events.get(2 * i), events.get(2 * i + 1)), "cuEventElapsedTime", "profiling");
+                    double[] t = out.computeIfAbsent(names.get(i), k -> new double[2]);
+                    t[0]++;
+                    t[1] += ms[0];
+                }
+            } finally {
+                for (CUevent_st e : events) cuEventDestroy(e);
+            }
+            List<Map.Entry<String, double[]>> sorted = new ArrayList<>(out.entrySet());
+            sorted.sort((x, y) -> Double.compare(y.getValue()[1], x.getValue()[1]));
+            Map<String, double[]> ordered = new java.util.LinkedHashMap<>();
+            for (Map.Entry<String, double[]> e : sorted) ordered.put(e.getKey(), e.getValue());
+            return ordered;
+        }
     }
 
     // ---- graphs -----------------------------------------------------------------------------------

@@ -4,19 +4,44 @@ import dev.v100.formats.ggml.GgmlType;
 import dev.v100.runtime.testing.TestBundles;
 
 import java.nio.file.Path;
+import java.util.Locale;
 
 /**
- * Writes a synthetic bench bundle (random weights, real geometry) where no model can be downloaded:
- * {@code BenchBundleMain OUT_DIR TYPE [llama1B]}, e.g. Llama-3.2-1B geometry stored as Q4_K.
+ * Writes the synthetic bench bundles (random weights, real geometry) where no model can be downloaded:
+ * {@code BenchBundleMain OUT_PREFIX TYPE GEOMETRY TPxPP...} writes {@code OUT_PREFIX-tpTppP} per layout.
+ * TYPE is a ggml type (every tensor stored so) or {@code W4A16-gG} (layer matrices in the W4A16 layout
+ * with group size G, embedding and head F16); GEOMETRY is {@code llama1B} or {@code llama8B}.
+ * Example: {@code BenchBundleMain /tmp/b8 Q4_K llama8B 1x1 2x1}.
  */
 public final class BenchBundleMain {
     private BenchBundleMain() {}
 
     public static void main(String[] args) {
-        Path out = Path.of(args[0]);
-        GgmlType type = GgmlType.byName(args[1]);
-        long t0 = System.nanoTime();
-        TestBundles.writeLarge(out, TestBundles.Spec.llama1B(type), 1);
-        System.out.printf("wrote %s (llama 1B geometry, %s) in %.1f s%n", out, type, (System.nanoTime() - t0) / 1e9);
+        if (args.length < 4) {
+            System.err.println("usage: BenchBundleMain OUT_PREFIX TYPE|W4A16-gG llama1B|llama8B TPxPP...   (e.g. /tmp/b Q4_K llama8B 1x1 2x1)");
+            System.exit(2);
+        }
+        int group = 0;
+        GgmlType type;
+        if (args[1].toUpperCase(Locale.ROOT).startsWith("W4A16-G")) {
+            group = Integer.parseInt(args[1].substring("W4A16-g".length()));
+            type = GgmlType.F16;
+        } else {
+            type = GgmlType.byName(args[1]);
+        }
+        TestBundles.Spec spec = switch (args[2]) {
+            case "llama1B" -> TestBundles.Spec.llama1B(type);
+            case "llama8B" -> TestBundles.Spec.llama8B(type);
+            default -> throw new IllegalArgumentException("geometry " + args[2] + " (llama1B or llama8B)");
+        };
+        for (int i = 3; i < args.length; i++) {
+            String[] l = args[i].split("x");
+            int tp = Integer.parseInt(l[0]), pp = Integer.parseInt(l[1]);
+            Path out = Path.of(args[0] + "-tp" + tp + "pp" + pp);
+            long t0 = System.nanoTime();
+            TestBundles.writeLarge(out, spec, 1, tp, pp, group);
+            System.out.printf(Locale.ROOT, "wrote %s (%s geometry, %s, tp %d x pp %d) in %.1f s%n", out, args[2], args[1], tp, pp,
+                    (System.nanoTime() - t0) / 1e9);
+        }
     }
 }

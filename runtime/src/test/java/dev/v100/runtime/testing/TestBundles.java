@@ -5,6 +5,7 @@ import dev.v100.formats.bundle.BundleWriter;
 import dev.v100.formats.bundle.Checksums;
 import dev.v100.formats.bundle.ModelConfig;
 import dev.v100.formats.ggml.GgmlType;
+import dev.v100.formats.w4a16.W4A16Layout;
 import dev.v100.kernels.ref.RandomBlocks;
 
 import java.lang.foreign.MemorySegment;
@@ -80,6 +81,12 @@ public final class TestBundles {
             return new ModelConfig(arch, vocab, hidden, layers, ffn, heads, kvHeads, headDim, 1e-5, maxPositions, false,
                     new ModelConfig.Rope(ropeTheta, rotaryDim, "neox", ropeScaling, ropeFreqs), bias, qkNorm, false, 0, null,
                     embeddingMultiplier, residualMultiplier, attentionScale, logitsScaling, null, null);
+        }
+
+        /** Llama-3.1-8B geometry (hidden 4096, 32 layers, ffn 14336, 32/8 heads of 128, vocab 128256). */
+        public static Spec llama8B(GgmlType type) {
+            return new Spec("llama", 128256, 4096, 32, 14336, 32, 8, 128, 128, 500000, null, false, false, false, 1, 1, null, 1,
+                    131072, type, type);
         }
 
         /** Llama-3.2-1B geometry (hidden 2048, 16 layers, ffn 8192, 32/8 heads of 64, vocab 128256). */
@@ -184,6 +191,28 @@ public final class TestBundles {
     /** What rank (stage, tpRank) stores of every tensor, in file order. */
     static List<Part> partsOf(Spec s, Map<String, Full> w, int tp, int tpRank, BundleManifest.Stage st, int pp) {
         List<Part> out = new ArrayList<>();
+        for (Full f : w.values()) {
+            if (!stores(f.name, f.layer, st, pp)) continue;
+            Cut c = cutOf(s, f.name, f.layer, tp, tpRank);
+            out.add(c == null ? new Part(f, null, f.shape.clone(), f.data) : cut(f, tp, c.dim, c.start, c.len));
+        }
+        return out;
+    }
+
+    /** Whether the ranks of stage st store this tensor (layers of the stage; embedding first, head last). */
+    static boolean stores(String name, int layer, BundleManifest.Stage st, int pp) {
+        if (layer >= 0) return layer >= st.firstLayer() && layer < st.endLayer();
+        if (name.equals("token_embd.weight")) return st.stage() == 0;
+        if (name.equals("output_norm.weight") || name.equals("output.weight")) return st.stage() == pp - 1;
+        return true;
+    }
+
+    /** Elements [start, start + len) of dimension dim: a rank's part of a tensor. */
+    record Cut(int dim, long start, long len) {}
+
+    /** The part of tensor name that rank tpRank of tp stores; null when it stores the whole tensor. */
+    static Cut cutOf(Spec s, String name, int layer, int tp, int tpRank) {
+        if (tp == 1) return null;
         long d = s.headDim;
         long qPer = (long) s.heads / tp * d;
         long kvStart, kvLen;
@@ -197,24 +226,16 @@ public final class TestBundles {
         long ffPer = s.ffn / tp;
         long vocabPer = (s.vocab + tp - 1) / tp;
         long vocabStart = Math.min(s.vocab, tpRank * vocabPer), vocabLen = Math.min(vocabPer, s.vocab - vocabStart);
-        for (Full f : w.values()) {
-            String n = f.name;
-            boolean global = f.layer < 0;
-            if (!global && (f.layer < st.firstLayer() || f.layer >= st.endLayer())) continue;
-            if (n.equals("token_embd.weight") && st.stage() != 0) continue;
-            if ((n.equals("output_norm.weight") || n.equals("output.weight")) && st.stage() != pp - 1) continue;
-            String suffix = global ? n : n.substring(n.indexOf('.', 4) + 1);
-            switch (suffix) {
-                case "attn_q.weight", "attn_q.bias" -> out.add(cut(f, tp, 0, tpRank * qPer, qPer));
-                case "attn_k.weight", "attn_v.weight", "attn_k.bias", "attn_v.bias" -> out.add(cut(f, tp, 0, kvStart, kvLen));
-                case "attn_output.weight" -> out.add(cut(f, tp, 1, tpRank * qPer, qPer));
-                case "ffn_gate.weight", "ffn_up.weight" -> out.add(cut(f, tp, 0, tpRank * ffPer, ffPer));
-                case "ffn_down.weight" -> out.add(cut(f, tp, 1, tpRank * ffPer, ffPer));
-                case "output.weight" -> out.add(cut(f, tp, 0, vocabStart, vocabLen));
-                default -> out.add(new Part(f, null, f.shape.clone(), f.data));
-            }
-        }
-        return out;
+        String suffix = layer < 0 ? name : name.substring(name.indexOf('.', 4) + 1);
+        return switch (suffix) {
+            case "attn_q.weight", "attn_q.bias" -> new Cut(0, tpRank * qPer, qPer);
+            case "attn_k.weight", "attn_v.weight", "attn_k.bias", "attn_v.bias" -> new Cut(0, kvStart, kvLen);
+            case "attn_output.weight" -> new Cut(1, tpRank * qPer, qPer);
+            case "ffn_gate.weight", "ffn_up.weight" -> new Cut(0, tpRank * ffPer, ffPer);
+            case "ffn_down.weight" -> new Cut(1, tpRank * ffPer, ffPer);
+            case "output.weight" -> new Cut(0, vocabStart, vocabLen);
+            default -> null;
+        };
     }
 
     /** Elements [start, start + len) of dim `dim` (the whole tensor with no slice when tp == 1). */
@@ -323,60 +344,144 @@ public final class TestBundles {
     }
 
     /**
-     * Writes a tp=1 pp=1 bundle of random weights straight into the mapped data file (for the
-     * ~1B-parameter benchmark bundle: nothing is held on the heap).
+     * Writes a tp=1 pp=1 bundle of random weights straight into the mapped data file (nothing is held on
+     * the heap); see {@link #writeLarge(Path, Spec, long, int, int, int)}.
      */
     public static Path writeLarge(Path dir, Spec s, long seed) {
-        // shapes and order as randomWeights, without materializing the bytes
-        record Decl(String name, int layer, GgmlType type, long[] shape, double magnitude) {}
+        return writeLarge(dir, s, seed, 1, 1, 0);
+    }
+
+    /** A tensor of a large bundle, declared (shapes and order as {@link #randomWeights}) but not materialized. */
+    record Decl(String name, int layer, GgmlType type, long[] shape, double magnitude, boolean layerMatrix) {}
+
+    static List<Decl> declarations(Spec s) {
+        if (s.ropeFreqs || s.bias || s.qkNorm) {
+            throw new IllegalArgumentException("large bundles are plain llama geometry (no rope_freqs, biases or q/k norms): " + s);
+        }
         List<Decl> decls = new ArrayList<>();
         long q = (long) s.heads * s.headDim, kv = (long) s.kvHeads * s.headDim;
-        decls.add(new Decl("token_embd.weight", -1, s.embType, new long[] {s.vocab, s.hidden}, 1.0));
+        decls.add(new Decl("token_embd.weight", -1, s.embType, new long[] {s.vocab, s.hidden}, 1.0, false));
         for (int l = 0; l < s.layers; l++) {
             String p = "blk." + l + ".";
-            decls.add(new Decl(p + "attn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1));
-            decls.add(new Decl(p + "attn_q.weight", l, s.matType, new long[] {q, s.hidden}, 1 / Math.sqrt(s.hidden)));
-            decls.add(new Decl(p + "attn_k.weight", l, s.matType, new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden)));
-            decls.add(new Decl(p + "attn_v.weight", l, s.matType, new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden)));
-            decls.add(new Decl(p + "attn_output.weight", l, s.matType, new long[] {s.hidden, q}, 1 / Math.sqrt(q)));
-            decls.add(new Decl(p + "ffn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1));
-            decls.add(new Decl(p + "ffn_gate.weight", l, s.matType, new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden)));
-            decls.add(new Decl(p + "ffn_up.weight", l, s.matType, new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden)));
-            decls.add(new Decl(p + "ffn_down.weight", l, s.matType, new long[] {s.hidden, s.ffn}, 1 / Math.sqrt(s.ffn)));
+            decls.add(new Decl(p + "attn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1, false));
+            decls.add(new Decl(p + "attn_q.weight", l, s.matType, new long[] {q, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            decls.add(new Decl(p + "attn_k.weight", l, s.matType, new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            decls.add(new Decl(p + "attn_v.weight", l, s.matType, new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            decls.add(new Decl(p + "attn_output.weight", l, s.matType, new long[] {s.hidden, q}, 1 / Math.sqrt(q), true));
+            decls.add(new Decl(p + "ffn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1, false));
+            decls.add(new Decl(p + "ffn_gate.weight", l, s.matType, new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            decls.add(new Decl(p + "ffn_up.weight", l, s.matType, new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            decls.add(new Decl(p + "ffn_down.weight", l, s.matType, new long[] {s.hidden, s.ffn}, 1 / Math.sqrt(s.ffn), true));
         }
-        decls.add(new Decl("output_norm.weight", -1, GgmlType.F32, new long[] {s.hidden}, -1));
-        decls.add(new Decl("output.weight", -1, s.embType, new long[] {s.vocab, s.hidden}, 2 / Math.sqrt(s.hidden)));
-        try (BundleWriter bw = BundleWriter.create(dir, true)) {
-            long at = 0;
-            long[] offsets = new long[decls.size()], sizes = new long[decls.size()];
-            for (int i = 0; i < decls.size(); i++) {
-                Decl d = decls.get(i);
-                long elems = 1;
-                for (long x : d.shape) elems *= x;
-                at = align(at);
-                offsets[i] = at;
-                sizes[i] = d.type.bytesFor(elems);
-                at += sizes[i];
-            }
-            int idx = bw.createDataFile("rank-0.bin", at);
-            MemorySegment data = bw.rankData(idx);
-            SplittableRandom rnd = new SplittableRandom(seed);
-            List<BundleManifest.Tensor> tensors = new ArrayList<>();
-            for (int i = 0; i < decls.size(); i++) {
-                Decl d = decls.get(i);
-                MemorySegment part = data.asSlice(offsets[i], sizes[i]);
-                if (d.magnitude < 0) {
-                    for (long e = 0; e < d.shape[0]; e++) part.set(F32, 4 * e, (float) (1 + 0.2 * rnd.nextGaussian()));
-                } else {
-                    RandomBlocks.fill(d.type, part, 0, sizes[i] / d.type.typeSize * d.type.blockSize, d.magnitude, rnd);
+        decls.add(new Decl("output_norm.weight", -1, GgmlType.F32, new long[] {s.hidden}, -1, false));
+        decls.add(new Decl("output.weight", -1, s.embType, new long[] {s.vocab, s.hidden}, 2 / Math.sqrt(s.hidden), false));
+        return decls;
+    }
+
+    /** One rank's stored part of a declared tensor, placed in its data file. */
+    record LargePart(Decl decl, BundleManifest.Slice slice, long[] storedShape, String dtype, Map<String, Object> quant, long offset, long bytes) {}
+
+    /**
+     * Writes a bundle of random weights cut for tp x pp, straight into the mapped data files (nothing is
+     * held on the heap; tensors are filled in parallel): the full-size synthetic bundles of the benchmarks.
+     * With {@code w4a16Group} &gt; 0 every layer matrix is stored in the W4A16 layout with that group size
+     * (random codes, zero point 8, scales giving values about the matrix's magnitude); the embedding and
+     * the head keep {@code s.embType}, as W4A16 checkpoints keep them in 16 bits.
+     */
+    public static Path writeLarge(Path dir, Spec s, long seed, int tp, int pp, int w4a16Group) {
+        List<Decl> decls = declarations(s);
+        List<BundleManifest.Stage> stages = stages(s.layers, pp);
+        List<List<LargePart>> perRank = new ArrayList<>();
+        for (BundleManifest.Stage st : stages) {
+            for (int t = 0; t < tp; t++) {
+                List<LargePart> parts = new ArrayList<>();
+                long at = 0;
+                for (Decl d : decls) {
+                    if (!stores(d.name, d.layer, st, pp)) continue;
+                    Cut c = cutOf(s, d.name, d.layer, tp, t);
+                    long[] shape = d.shape.clone();
+                    BundleManifest.Slice slice = null;
+                    if (c != null) {
+                        shape[c.dim] = c.len;
+                        slice = new BundleManifest.Slice(c.dim, List.of(new BundleManifest.Range(c.start, c.len)));
+                    }
+                    long elems = 1;
+                    for (long x : shape) elems *= x;
+                    String dtype = d.type.name();
+                    Map<String, Object> quant = null;
+                    long bytes;
+                    if (w4a16Group > 0 && d.layerMatrix) {
+                        dtype = W4A16Layout.DTYPE;
+                        quant = Map.of(W4A16Layout.QUANT_GROUP_SIZE, w4a16Group);
+                        bytes = new W4A16Layout.Geometry(shape[0], shape[1], w4a16Group).totalBytes();
+                    } else {
+                        if (c != null && c.dim == 1 && (c.start % d.type.blockSize != 0 || c.len % d.type.blockSize != 0)) {
+                            throw new IllegalArgumentException(d.name + ": column cut " + c + " is not on " + d.type + " blocks");
+                        }
+                        bytes = d.type.bytesFor(elems);
+                    }
+                    at = align(at);
+                    parts.add(new LargePart(d, slice, shape, dtype, quant, at, bytes));
+                    at += bytes;
                 }
-                tensors.add(new BundleManifest.Tensor(d.name, d.layer, d.type.name(), d.shape, null, d.shape, null,
-                        offsets[i], sizes[i], Checksums.crc32c(part)));
+                perRank.add(parts);
             }
-            List<BundleManifest.Rank> ranks = List.of(new BundleManifest.Rank(0, 0, 0, "rank-0.bin", at, tensors));
-            bw.commit(manifest(s, 1, 1, stages(s.layers, 1), ranks, null, List.of()));
+        }
+        try (BundleWriter bw = BundleWriter.create(dir, true)) {
+            List<BundleManifest.Rank> ranks = new ArrayList<>();
+            List<MemorySegment> data = new ArrayList<>();
+            for (int r = 0; r < perRank.size(); r++) {
+                List<LargePart> parts = perRank.get(r);
+                LargePart last = parts.get(parts.size() - 1);
+                data.add(bw.rankData(bw.createDataFile("rank-" + r + ".bin", last.offset + last.bytes)));
+            }
+            // every part filled and checksummed on its own (seeded by rank and index): in parallel
+            record Job(int rank, int index) {}
+            List<Job> jobs = new ArrayList<>();
+            for (int r = 0; r < perRank.size(); r++) for (int i = 0; i < perRank.get(r).size(); i++) jobs.add(new Job(r, i));
+            String[] crcs = new String[jobs.size()];
+            java.util.stream.IntStream.range(0, jobs.size()).parallel().forEach(j -> {
+                Job job = jobs.get(j);
+                LargePart p = perRank.get(job.rank).get(job.index);
+                MemorySegment part = data.get(job.rank).asSlice(p.offset, p.bytes);
+                SplittableRandom rnd = new SplittableRandom(seed * 1_000_003L + j);
+                Decl d = p.decl;
+                if (d.magnitude < 0) {
+                    for (long e = 0; e < p.storedShape[0]; e++) part.set(F32, 4 * e, (float) (1 + 0.2 * rnd.nextGaussian()));
+                } else if (p.quant != null) {
+                    fillW4A16(part, new W4A16Layout.Geometry(p.storedShape[0], p.storedShape[1], w4a16Group), d.magnitude, rnd);
+                } else {
+                    RandomBlocks.fill(d.type, part, 0, p.bytes / d.type.typeSize * d.type.blockSize, d.magnitude, rnd);
+                }
+                crcs[j] = Checksums.crc32c(part);
+            });
+            int j = 0;
+            for (int r = 0; r < perRank.size(); r++) {
+                List<BundleManifest.Tensor> tensors = new ArrayList<>();
+                for (LargePart p : perRank.get(r)) {
+                    tensors.add(new BundleManifest.Tensor(p.decl.name, p.decl.layer, p.dtype, p.decl.shape, p.slice, p.storedShape, p.quant,
+                            p.offset, p.bytes, crcs[j++]));
+                }
+                LargePart last = perRank.get(r).get(perRank.get(r).size() - 1);
+                ranks.add(new BundleManifest.Rank(r, r % tp, r / tp, "rank-" + r + ".bin", last.offset + last.bytes, tensors));
+            }
+            bw.commit(manifest(s, tp, pp, stages, ranks, null, List.of()));
         }
         return dir;
+    }
+
+    /** Random W4A16 codes, zero point 8 and scales about magnitude / 4 (so values are about magnitude). */
+    static void fillW4A16(MemorySegment part, W4A16Layout.Geometry g, double magnitude, SplittableRandom rnd) {
+        long w = g.weightBytes();
+        long i = 0;
+        for (; i + 8 <= w; i += 8) part.set(ValueLayout.JAVA_LONG_UNALIGNED, i, rnd.nextLong());
+        for (; i < w; i++) part.set(ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt());
+        long groups = g.rows() * g.groups();
+        for (long k = 0; k < groups; k++) {
+            float scale = (float) (magnitude / 4 * (1 + 0.1 * rnd.nextGaussian()));
+            part.set(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), g.scalesOffset() + 2 * k, Float.floatToFloat16(scale));
+        }
+        part.asSlice(g.zerosOffset(), groups).fill((byte) 8);
     }
 
     /** The tiny benchmark geometry: the shared golden llama's (vocab 512, hidden 256, 2 layers, ffn 512, 4/2 heads of 64). */

@@ -1,0 +1,55 @@
+package dev.v100.runtime.testing;
+
+import dev.v100.formats.bundle.Bundle;
+import dev.v100.formats.bundle.BundleManifest;
+import dev.v100.formats.ggml.GgmlType;
+import dev.v100.formats.w4a16.W4A16Layout;
+import dev.v100.runtime.cpu.CpuModels;
+import dev.v100.runtime.load.Verify;
+import dev.v100.runtime.model.DecoderModel;
+import dev.v100.runtime.model.ModelOptions;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The synthetic bench bundles ({@link TestBundles#writeLarge}, full size on the GPU machine) at a small
+ * geometry: every layout and storage they are written in loads with checksums verified and runs on the CPU
+ * backend to finite, non-degenerate logits, with the per-rank parts the layout asks for.
+ */
+class LargeBundlesTest {
+    @TempDir
+    Path tmp;
+
+    @ParameterizedTest(name = "{0} g{1} tp {2} x pp {3}")
+    @CsvSource({"Q4_K, 0, 1, 1", "Q4_0, 0, 2, 2", "F16, 32, 1, 1", "F16, 64, 2, 1", "F16, 32, 1, 2"})
+    void loadsAndRuns(String type, int group, int tp, int pp) {
+        TestBundles.Spec s = TestBundles.tinyBench(GgmlType.byName(type));
+        Path dir = TestBundles.writeLarge(tmp.resolve("b"), s, 3, tp, pp, group);
+        try (Bundle b = Bundle.open(dir)) {
+            BundleManifest m = b.manifest();
+            assertEquals(tp * pp, m.ranks().size());
+            BundleManifest.Tensor down = m.ranks().get(0).tensors().stream().filter(t -> t.name().equals("blk.0.ffn_down.weight")).findFirst().orElseThrow();
+            assertEquals(group > 0 ? W4A16Layout.DTYPE : type, down.dtype());
+            assertEquals(s.ffn() / tp, down.storedShape()[1], "ffn_down is cut by input columns");
+            if (group > 0) assertEquals(group, ((Number) down.quant().get(W4A16Layout.QUANT_GROUP_SIZE)).intValue());
+        }
+        try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
+            float[] logits = model.forward(new int[] {1, 5, 9, 200, 3}, 0, false);
+            assertEquals(s.vocab(), logits.length);
+            double sum = 0, sq = 0;
+            for (float v : logits) {
+                assertTrue(Float.isFinite(v), "finite logits");
+                sum += v;
+                sq += (double) v * v;
+            }
+            double mean = sum / logits.length, sd = Math.sqrt(sq / logits.length - mean * mean);
+            assertTrue(sd > 0.05 && sd < 100, "logits spread " + sd + " (random weights of unit-scale activations)");
+        }
+    }
+}
