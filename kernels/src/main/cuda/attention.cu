@@ -13,7 +13,8 @@
 #include "common.cuh"
 
 #define PAGE 64
-#define CHUNK 256
+#define CHUNK PAGE      // keys per decode split: one page
+#define ATTN_MAX_HD 256   // KernelCatalog.ATTN_MAX_HEAD_DIM
 #define THREADS 128
 
 // K row of (kv head kvh, position pos); the V row is kvHeads * PAGE * hd further
@@ -48,31 +49,40 @@ __device__ __forceinline__ float block_max(float v, float* red) {
     return warp_max(t);
 }
 
-// grid (heads, splits, n). partO [n, heads, splits, hd], partML [n, heads, splits, 2] (max, sum)
+// grid (heads, splits, n), THREADS threads. partO [n, heads, splits, hd], partML [n, heads, splits, 2] (max, sum).
+// A split is one page of keys (CHUNK == PAGE): one block-table lookup, its K rows contiguous. Splits past a
+// row's keys write an empty partial (the launcher rounds the split count up to a power of two, so that a
+// replayed decode step keeps its grid for many positions). K and V are read as half2: hd must be even.
 extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, i64 pageStride,
                                        const int* step, float scale, int splits, float* partO, float* partML) {
-    __shared__ float qs[256];
+    __shared__ float qs[ATTN_MAX_HD];
     __shared__ float p[CHUNK];
     __shared__ float red[32];
+    __shared__ float accs[THREADS * 2];
     int h = blockIdx.x, s = blockIdx.y, t = blockIdx.z;
-    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = blockDim.x >> 5;
     int len = step[STEP_POS] + t + 1;
     int k0 = s * CHUNK, k1 = min(k0 + CHUNK, len);
     int kvh = h / (heads / kvHeads);
     i64 part = ((i64) t * heads + h) * splits + s;
-    if (k0 >= k1) {   // this row's keys end before the chunk: an empty partial
+    if (k0 >= k1) {   // this row's keys end before the split: an empty partial
         if (tid == 0) { partML[2 * part] = -INFINITY; partML[2 * part + 1] = 0.f; }
         for (int d = tid; d < hd; d += blockDim.x) partO[part * hd + d] = 0.f;
         return;
     }
     const float* qr = q + ((i64) t * heads + h) * hd;
     for (int d = tid; d < hd; d += blockDim.x) qs[d] = qr[d];
+    const h16* kb = pool + (i64) table[k0 / PAGE] * pageStride + (i64) kvh * PAGE * hd;   // key k0 + j at kb + j * hd
+    const h16* vb = kb + (i64) kvHeads * PAGE * hd;
     __syncthreads();
-    int cnt = k1 - k0;
-    for (int j = warp; j < cnt; j += blockDim.x >> 5) {
-        const h16* kr = k_row(pool, table, pageStride, hd, kvh, k0 + j);
+    int cnt = k1 - k0, pairs = hd >> 1;
+    for (int j = warp; j < cnt; j += nw) {
+        const unsigned int* kr = reinterpret_cast<const unsigned int*>(kb + (i64) j * hd);
         float dot = 0.f;
-        for (int d = lane; d < hd; d += 32) dot += qs[d] * h2f(kr[d]);
+        for (int i = lane; i < pairs; i += 32) {
+            unsigned int kk = kr[i];
+            dot += qs[2 * i] * h2f((h16) (kk & 0xffffu)) + qs[2 * i + 1] * h2f((h16) (kk >> 16));
+        }
         dot = warp_sum(dot);
         if (lane == 0) p[j] = dot * scale;
     }
@@ -87,11 +97,31 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
         l += e;
     }
     l = block_sum(l, red);   // (its barriers also publish p)
-    i64 vOff = (i64) kvHeads * PAGE * hd;
-    for (int d = tid; d < hd; d += blockDim.x) {
-        float a = 0.f;
-        for (int j = 0; j < cnt; j++) a += p[j] * h2f(k_row(pool, table, pageStride, hd, kvh, k0 + j)[vOff + d]);
-        partO[part * hd + d] = a;
+    // P V: thread (g, i) sums keys g, g + kg, ... of dims 2i, 2i + 1; the kg key groups are then added up
+    int kg = pairs >= (int) blockDim.x ? 1 : (int) blockDim.x / pairs;
+    for (int i0 = 0; i0 < pairs; i0 += blockDim.x) {
+        int i = i0 + tid % pairs, g = tid / pairs;
+        if (kg == 1) { i = i0 + tid; g = 0; }
+        float a0 = 0.f, a1 = 0.f;
+        if (g < kg && i < pairs) {
+            for (int j = g; j < cnt; j += kg) {
+                unsigned int vv = reinterpret_cast<const unsigned int*>(vb + (i64) j * hd)[i];
+                a0 += p[j] * h2f((h16) (vv & 0xffffu));
+                a1 += p[j] * h2f((h16) (vv >> 16));
+            }
+        }
+        if (kg == 1) {
+            if (i < pairs) { partO[part * hd + 2 * i] = a0; partO[part * hd + 2 * i + 1] = a1; }
+        } else {
+            if (g < kg) { accs[2 * tid] = a0; accs[2 * tid + 1] = a1; }
+            __syncthreads();
+            if (tid < pairs) {
+                float b0 = 0.f, b1 = 0.f;
+                for (int gg = 0; gg < kg; gg++) { b0 += accs[2 * (gg * pairs + tid)]; b1 += accs[2 * (gg * pairs + tid) + 1]; }
+                partO[part * hd + 2 * tid] = b0;
+                partO[part * hd + 2 * tid + 1] = b1;
+            }
+        }
     }
     if (tid == 0) { partML[2 * part] = m; partML[2 * part + 1] = l; }
 }

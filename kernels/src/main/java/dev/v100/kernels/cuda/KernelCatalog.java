@@ -27,6 +27,8 @@ public final class KernelCatalog {
 
     /** Threads per block of the element-wise, norm and rope kernels. */
     public static final int ELEMENTWISE_THREADS = 256;
+    /** RMSNorm: threads per block when there are few groups (a decode step's one row), each group in one block. */
+    public static final int NORM_MAX_THREADS = 1024;
     /** GEMV: threads per block (the reference twin: one warp per output row). */
     public static final int GEMV_THREADS = 128;
     /** The fast GEMV: weight rows per block for one token row (gemv_*) and for up to GEMV_MAX_TOKENS (gemv8_*). */
@@ -43,7 +45,7 @@ public final class KernelCatalog {
     public static final int GEMM_TILE_ROWS = 128;
     /** Attention: tokens per KV-cache page, keys per decode split, threads of the attention kernels. */
     public static final int KV_PAGE_TOKENS = 64;
-    public static final int ATTN_DECODE_CHUNK_TOKENS = 256;
+    public static final int ATTN_DECODE_CHUNK_TOKENS = KV_PAGE_TOKENS;
     public static final int ATTN_THREADS = 128;
     public static final int ATTN_MAX_HEAD_DIM = 256;
     /** Gated-DeltaNet: the longest conv kernel and the largest key head dim the hybrid kernels take. */
@@ -80,7 +82,7 @@ public final class KernelCatalog {
         add("elementwise", "f32_to_f16", ew, 0);
         add("elementwise", "check_nonfinite", ew, 0);
         add("elementwise", "copy_f32", ew, 0);
-        add("norm", "rmsnorm", ew, 0);
+        add("norm", "rmsnorm", NORM_MAX_THREADS, 0);
         add("rope", "rope_neox", ew, 0);
         for (String t : GGML_TYPE_SUFFIXES) add("embed", "embed_" + t, ew, 0);
         add("embed", "embed_" + W4A16_SUFFIX, ew, 0);

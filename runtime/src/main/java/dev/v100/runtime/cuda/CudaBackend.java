@@ -48,6 +48,8 @@ public final class CudaBackend implements Backend {
     /** Bytes of the fp16 scratch a quantized weight is dequantized into, chunk by chunk, for cuBLAS. */
     static final long DEQUANT_SCRATCH_BYTES = 64L << 20;
     private static final int EW = KernelCatalog.ELEMENTWISE_THREADS;
+    /** Fewer groups than this (about the SMs of a V100) get RMSNorm blocks of up to NORM_MAX_THREADS threads. */
+    static final int NORM_FEW_GROUPS = 64;
     private static final int MAX_EW_BLOCKS = 8192;
     private static final int F32_BYTES = CudaBuffer.ELEM_BYTES;
 
@@ -311,7 +313,10 @@ public final class CudaBackend implements Backend {
         note(wt);
         long groups = (long) xb.rows * (xb.cols / groupElems);
         if (groups == 0) return;
-        int threads = Math.min(EW, (groupElems + 31) / 32 * 32);
+        // one block per group: few groups (decode) get wide blocks, whose latency is the op's time
+        int max = groups < NORM_FEW_GROUPS ? KernelCatalog.NORM_MAX_THREADS : EW;
+        int threads = Math.min(max, (groupElems / 4 + 31) / 32 * 32);
+        threads = Math.max(32, Math.min(threads, max));
         device.launch(kRmsNorm).ptr(xb.address).ptr(wt.vector).ptr(ob.address).i32(groupElems).f32(eps).go(groups, 1, 1, threads, 0);
         checked("rmsNorm", ob);
     }
@@ -352,6 +357,15 @@ public final class CudaBackend implements Backend {
         int per = one ? KernelCatalog.GEMV_ROWS_PER_BLOCK : KernelCatalog.GEMV8_ROWS_PER_BLOCK;
         w.params(device.launch(one ? w.kernels.gemv() : w.kernels.gemv8())).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
                 .go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_THREADS, 0);
+    }
+
+    /**
+     * Splits of decode attention over len keys: one page each, rounded up to a power of two so that a
+     * captured decode step keeps its grid (the splits past the keys exit at once) while the sequence grows.
+     */
+    static int decodeSplits(int len) {
+        int pages = (len + KernelCatalog.ATTN_DECODE_CHUNK_TOKENS - 1) / KernelCatalog.ATTN_DECODE_CHUNK_TOKENS;
+        return Integer.highestOneBit(Math.max(1, pages - 1)) << (pages > 1 ? 1 : 0);
     }
 
     /** gemv_ref_*: one warp per output row straight from global memory (any alignment, any column count). */
@@ -464,7 +478,11 @@ public final class CudaBackend implements Backend {
         long partO = 0, partML = 0;
         int splits = 0;
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
-            splits = (startPos + n + KernelCatalog.ATTN_DECODE_CHUNK_TOKENS - 1) / KernelCatalog.ATTN_DECODE_CHUNK_TOKENS;
+            if (hd % 2 != 0 || hd > KernelCatalog.ATTN_MAX_HEAD_DIM) {
+                throw new BackendException("attention: head dim " + hd + " (the decode kernel reads K and V in pairs, up to "
+                        + KernelCatalog.ATTN_MAX_HEAD_DIM + ")");
+            }
+            splits = decodeSplits(startPos + n);
             long parts = (long) n * heads * splits;
             // scratch before any launch of this op: growing one frees the old (and drops cached graphs)
             partO = device.scratch("attn-partials", 4L * parts * hd);

@@ -19,7 +19,7 @@ import static org.junit.jupiter.api.Assertions.*;
 /**
  * Causal GQA attention over the paged fp16 cache, decode (split-K) and prefill (WMMA) kernels, against
  * the reference over the same fp16 keys and values: head dims 8..256, grouped and plain heads, starts
- * and lengths that cross pages (64 positions) and decode chunks (256).
+ * and lengths that cross pages (64 positions, one decode split each) and power-of-two split counts.
  */
 @Tag("gpu")
 class CudaAttentionTest {
@@ -34,7 +34,7 @@ class CudaAttentionTest {
     static final Geometry[] GEOMETRIES = {new Geometry(4, 2, 8), new Geometry(8, 1, 64), new Geometry(2, 2, 128),
             new Geometry(4, 4, 256), new Geometry(6, 2, 80), new Geometry(3, 1, 7 * 16)};
     /** {startPos, rows}: decode (rows <= 4) and prefill, across page and chunk edges. */
-    static final int[][] STEPS = {{0, 1}, {0, 7}, {61, 1}, {61, 3}, {130, 4}, {255, 2}, {0, 33}, {63, 100}, {200, 64}, {0, 300}, {300, 5}};
+    static final int[][] STEPS = {{0, 1}, {0, 7}, {61, 1}, {61, 3}, {130, 4}, {255, 2}, {0, 33}, {63, 100}, {200, 64}, {0, 300}, {300, 5}, {511, 1}, {1000, 2}, {4090, 4}};
 
     /** One test per geometry, so that one failing does not hide the others' results. */
     @TestFactory
