@@ -52,7 +52,8 @@ __device__ __forceinline__ float block_max(float v, float* red) {
 // grid (heads, splits, n), THREADS threads. partO [n, heads, splits, hd], partML [n, heads, splits, 2] (max, sum).
 // A split is one page of keys (CHUNK == PAGE): one block-table lookup, its K rows contiguous. Splits past a
 // row's keys write an empty partial (the launcher rounds the split count up to a power of two, so that a
-// replayed decode step keeps its grid for many positions). K and V are read as half2: hd must be even.
+// replayed decode step keeps its grid for many positions). K and V are read in pairs; blockDim is a multiple
+// of CHUNK and hd of 2 * blockDim / CHUNK.
 extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, i64 pageStride,
                                        const int* step, float scale, int splits, float* partO, float* partML) {
     __shared__ float qs[ATTN_MAX_HD];
@@ -60,7 +61,7 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
     __shared__ float red[32];
     __shared__ float accs[THREADS * 2];
     int h = blockIdx.x, s = blockIdx.y, t = blockIdx.z;
-    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = blockDim.x >> 5;
+    int tid = threadIdx.x;
     int len = step[STEP_POS] + t + 1;
     int k0 = s * CHUNK, k1 = min(k0 + CHUNK, len);
     int kvh = h / (heads / kvHeads);
@@ -76,15 +77,21 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
     const h16* vb = kb + (i64) kvHeads * PAGE * hd;
     __syncthreads();
     int cnt = k1 - k0, pairs = hd >> 1;
-    for (int j = warp; j < cnt; j += nw) {
-        const unsigned int* kr = reinterpret_cast<const unsigned int*>(kb + (i64) j * hd);
+    {   // Q K^T: tpk = blockDim / CHUNK threads per key, each over a contiguous quarter/half of the head dims
+        // (its loads independent of each other, so they are all in flight at once); hd % (2 tpk) == 0
+        int tpk = blockDim.x / CHUNK, j = tid / tpk, sub = tid % tpk, per = hd / tpk;
         float dot = 0.f;
-        for (int i = lane; i < pairs; i += 32) {
-            unsigned int kk = kr[i];
-            dot += qs[2 * i] * h2f((h16) (kk & 0xffffu)) + qs[2 * i + 1] * h2f((h16) (kk >> 16));
+        if (j < cnt) {
+            const unsigned int* kr = reinterpret_cast<const unsigned int*>(kb + (i64) j * hd + sub * per);
+            const float* qp = qs + sub * per;
+#pragma unroll 8
+            for (int i = 0; i < (per >> 1); i++) {
+                unsigned int kk = kr[i];
+                dot += qp[2 * i] * h2f((h16) (kk & 0xffffu)) + qp[2 * i + 1] * h2f((h16) (kk >> 16));
+            }
         }
-        dot = warp_sum(dot);
-        if (lane == 0) p[j] = dot * scale;
+        for (int o = 1; o < tpk; o <<= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+        if (sub == 0 && j < cnt) p[j] = dot * scale;
     }
     __syncthreads();
     float m = -INFINITY;
@@ -104,6 +111,7 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
         if (kg == 1) { i = i0 + tid; g = 0; }
         float a0 = 0.f, a1 = 0.f;
         if (g < kg && i < pairs) {
+#pragma unroll 8
             for (int j = g; j < cnt; j += kg) {
                 unsigned int vv = reinterpret_cast<const unsigned int*>(vb + (i64) j * hd)[i];
                 a0 += p[j] * h2f((h16) (vv & 0xffffu));

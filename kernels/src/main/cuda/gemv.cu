@@ -6,6 +6,9 @@
 // copies the R rows' stored bytes into shared memory with 16-byte loads (coalesced, all issued before any
 // is used: the bytes in flight that keep the memory busy), then every thread decodes its units of each
 // row from shared memory and dots them with x, whose 32 values per unit it loads once for all R rows.
+// For n = 1 the block also stages x's chunk in shared memory (transposed: conflict-free per-unit reads;
+// one coalesced load per block instead of strided 128-byte reads per thread), and the 4/6/8-bit types dot
+// without int-to-float conversions (dot32 below).
 // Needs rowBytes and the weight's address 16-byte aligned and cols a multiple of 32 (the launcher checks).
 //
 // gemv_ref_<t>, the reference twin (and the path for weights the fast one does not take): one warp per
@@ -16,10 +19,135 @@
 #define GEMV_THREADS 128
 
 // Units per chunk: chunks hold whole blocks and at most 4352 bytes per row (Q8_0), so R = 4 rows stay
-// under 17.5 KiB of shared memory; every chunk's byte length is a multiple of 16.
+// under 17.5 KiB of shared memory (plus 16.1 KiB of x for n = 1); every chunk's byte length is a multiple of 16.
 template <int T> struct Chunk { static const int CU = 128; };
 template <> struct Chunk<WT_F32> { static const int CU = 32; };
 template <> struct Chunk<WT_F16> { static const int CU = 64; };
+
+// ---- n = 1: the dot of one unit of a row with x, straight from the stored bytes --------------------------
+// dot32<T>(row, ul, w, r, u, xv, xsum) = sum_i decode(row, unit u)[i] * xv[i], xsum = sum_i xv[i]. The generic
+// form decodes (decode32_at) and multiplies. The 4/6/8-bit forms never convert integers to floats (a
+// quarter-rate instruction): a code q of b bits becomes the float 1 + q / 2^b by setting mantissa bits
+// (exact), so sum q x = 2^b (sum (1 + q/2^b) x - xsum), and the block's scale and offset apply once per
+// unit (or half unit): three instructions an element instead of about ten. Not bit-exact with decode32_at
+// (a different summation); the fast-vs-twin test bounds the difference.
+template <int T>
+__device__ __forceinline__ float dot32(const unsigned char* row, int ul, const WView& w, i64 r, int u, const float* xv, float xsum) {
+    float v[32];
+    decode32_at<T>(row, ul, w, r, u, v);
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 32; i++) s += v[i] * xv[i];
+    return s;
+}
+
+// 1 + (nibble at bits [sh, sh + 4) of t) / 16
+__device__ __forceinline__ float one_plus_nibble(unsigned t, int sh) {
+    return __int_as_float(0x3F800000u | (((t >> sh) & 15u) << 19));
+}
+
+template <>
+__device__ __forceinline__ float dot32<WT_Q4_K>(const unsigned char* row, int ul, const WView& w, i64 r, int u, const float* xv, float xsum) {
+    const unsigned char* b = row + 144 * (ul >> 3);
+    int s = ul & 7;
+    float d = ldh(b), dmin = ldh(b + 2);
+    int sc, m;
+    scale_min_k4(s, b + 4, sc, m);
+    const uint4* qs = reinterpret_cast<const uint4*>(b + 16 + 32 * (s >> 1));
+    int shift = 4 * (s & 1);
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        uint4 v4 = qs[i];
+        unsigned v[4] = {v4.x, v4.y, v4.z, v4.w};
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int k = 0; k < 4; k++) acc = fmaf(one_plus_nibble(v[j], 8 * k + shift), xv[16 * i + 4 * j + k], acc);
+    }
+    float qx = 16.f * (acc - xsum);
+    return d * (float) sc * qx - dmin * (float) m * xsum;
+}
+
+template <>
+__device__ __forceinline__ float dot32<WT_Q4_0>(const unsigned char* row, int ul, const WView& w, i64 r, int u, const float* xv, float xsum) {
+    const unsigned char* b = row + 18 * ul;
+    float d = ldh(b);
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        unsigned v = ld16(b + 2 + 2 * i);
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            acc = fmaf(one_plus_nibble(v, 8 * k), xv[2 * i + k], acc);
+            acc = fmaf(one_plus_nibble(v, 8 * k + 4), xv[2 * i + k + 16], acc);
+        }
+    }
+    return d * (16.f * (acc - xsum) - 8.f * xsum);
+}
+
+template <>
+__device__ __forceinline__ float dot32<WT_W4A16>(const unsigned char* row, int ul, const WView& w, i64 r, int u, const float* xv, float xsum) {
+    uint4 v4 = *reinterpret_cast<const uint4*>(row + 16 * ul);
+    i64 g = r * w.groups + ((32 * u) >> w.groupShift);
+    float sc = h2f(w.scales[g]);
+    float z = (float) w.zeros[g];
+    unsigned v[4] = {v4.x, v4.y, v4.z, v4.w};
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+#pragma unroll
+        for (int n = 0; n < 4; n++) {
+            acc = fmaf(one_plus_nibble(v[i], 4 * n), xv[8 * i + 2 * n], acc);
+            acc = fmaf(one_plus_nibble(v[i], 4 * n + 16), xv[8 * i + 2 * n + 1], acc);
+        }
+    }
+    return sc * (16.f * (acc - xsum) - z * xsum);
+}
+
+// Q6_K: two scales per unit (elements 0..15, 16..31), so two partial sums and two x sums
+template <>
+__device__ __forceinline__ float dot32<WT_Q6_K>(const unsigned char* row, int ul, const WView& w, i64 r, int u, const float* xv, float xsum) {
+    const unsigned char* b = row + 210 * (ul >> 3);
+    int s = ul & 7, half = s >> 2, quarter = s & 3;
+    float d = ldh(b + 208);
+    const unsigned char* ql = b + 64 * half + 32 * (quarter & 1);
+    const unsigned char* qh = b + 128 + 32 * half;
+    int loShift = 4 * (quarter >> 1), hiShift = 2 * quarter;
+    float y = 0.f;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float acc = 0.f, xs = 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {   // 16-bit loads: Q6_K blocks are 210 bytes, so only 2-byte aligned
+            unsigned lv = ld16(ql + 16 * h + 2 * i), hv = ld16(qh + 16 * h + 2 * i);
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                unsigned q = ((lv >> (8 * k + loShift)) & 15u) | (((hv >> (8 * k + hiShift)) & 3u) << 4);
+                float x = xv[16 * h + 2 * i + k];
+                acc = fmaf(__int_as_float(0x3F800000u | (q << 17)), x, acc);   // 1 + q / 64
+                xs += x;
+            }
+        }
+        y += d * (float) (signed char) b[192 + 2 * s + h] * (64.f * (acc - xs) - 32.f * xs);
+    }
+    return y;
+}
+
+// Q8_0: q + 128 as 1 + (q + 128) / 256
+template <>
+__device__ __forceinline__ float dot32<WT_Q8_0>(const unsigned char* row, int ul, const WView& w, i64 r, int u, const float* xv, float xsum) {
+    const unsigned char* b = row + 34 * ul;
+    float d = ldh(b);
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        unsigned v = ld16(b + 2 + 2 * i) ^ 0x8080u;   // each byte q + 128 (two's complement flip of the sign bit)
+        acc = fmaf(__int_as_float(0x3F800000u | ((v & 0xffu) << 15)), xv[2 * i], acc);
+        acc = fmaf(__int_as_float(0x3F800000u | ((v >> 8) << 15)), xv[2 * i + 1], acc);
+    }
+    return d * (256.f * (acc - xsum) - 128.f * xsum);
+}
 
 template <int T, int NT, int R>
 __device__ __forceinline__ void gemv_fast_impl(const WView& w, const float* x, int n, float* y, int rows) {
@@ -27,6 +155,9 @@ __device__ __forceinline__ void gemv_fast_impl(const WView& w, const float* x, i
     const int CB = CU / UPB * BB;   // bytes of one row's chunk
     __shared__ __align__(16) unsigned char sw[R * CB];
     __shared__ float red[GEMV_THREADS / 32][NT * R];
+    // n = 1: the chunk of x, element i of unit uu at xs[i * (CU + 1) + uu], so that the threads (a unit each)
+    // read it without bank conflicts, and it is loaded from global memory once per block with coalesced loads
+    __shared__ float xs[NT == 1 ? 32 * (CU + 1) : 1];
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     i64 r0 = (i64) blockIdx.x * R;
     int nr = rows - r0 < R ? (int) (rows - r0) : R;
@@ -54,20 +185,30 @@ __device__ __forceinline__ void gemv_fast_impl(const WView& w, const float* x, i
                 int i = tid + k * GEMV_THREADS, rr = i / vecs, q = i - rr * vecs;
                 if (i < nr * vecs) reinterpret_cast<uint4*>(sw + rr * CB)[q] = buf[k];
             }
+            if (NT == 1) {
+                const float4* x4 = reinterpret_cast<const float4*>(x + (i64) c0 * 32);
+                for (int e4 = tid; e4 < cu * 8; e4 += GEMV_THREADS) {
+                    float4 q = x4[e4];
+                    int e = 4 * e4;
+                    xs[(e & 31) * (CU + 1) + (e >> 5)] = q.x;
+                    xs[((e + 1) & 31) * (CU + 1) + (e >> 5)] = q.y;
+                    xs[((e + 2) & 31) * (CU + 1) + (e >> 5)] = q.z;
+                    xs[((e + 3) & 31) * (CU + 1) + (e >> 5)] = q.w;
+                }
+            }
         }
         __syncthreads();
         for (int u = c0 + tid; u < c0 + cu; u += GEMV_THREADS) {
             if (NT == 1) {
-                load32f(x + 32 * u, xv);
+                float xsum = 0.f;
+#pragma unroll
+                for (int i = 0; i < 32; i++) {
+                    xv[i] = xs[i * (CU + 1) + (u - c0)];
+                    xsum += xv[i];
+                }
 #pragma unroll
                 for (int rr = 0; rr < R; rr++) {
-                    if (rr < nr) {
-                        decode32_at<T>(sw + rr * CB, u - c0, w, r0 + rr, u, v);
-                        float s = 0.f;
-#pragma unroll
-                        for (int i = 0; i < 32; i++) s += v[i] * xv[i];
-                        acc[0][rr] += s;
-                    }
+                    if (rr < nr) acc[0][rr] += dot32<T>(sw + rr * CB, u - c0, w, r0 + rr, u, xv, xsum);
                 }
             } else {
 #pragma unroll

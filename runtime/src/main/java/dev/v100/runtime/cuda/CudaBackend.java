@@ -478,9 +478,10 @@ public final class CudaBackend implements Backend {
         long partO = 0, partML = 0;
         int splits = 0;
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
-            if (hd % 2 != 0 || hd > KernelCatalog.ATTN_MAX_HEAD_DIM) {
-                throw new BackendException("attention: head dim " + hd + " (the decode kernel reads K and V in pairs, up to "
-                        + KernelCatalog.ATTN_MAX_HEAD_DIM + ")");
+            int threadsPerKey = KernelCatalog.ATTN_THREADS / KernelCatalog.ATTN_DECODE_CHUNK_TOKENS;
+            if (hd % (2 * threadsPerKey) != 0 || hd > KernelCatalog.ATTN_MAX_HEAD_DIM) {
+                throw new BackendException("attention: head dim " + hd + " (the decode kernel splits a key over " + threadsPerKey
+                        + " threads reading pairs: a multiple of " + 2 * threadsPerKey + ", up to " + KernelCatalog.ATTN_MAX_HEAD_DIM + ")");
             }
             splits = decodeSplits(startPos + n);
             long parts = (long) n * heads * splits;
