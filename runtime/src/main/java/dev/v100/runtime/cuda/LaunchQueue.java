@@ -49,8 +49,12 @@ final class LaunchQueue {
     static final int CHUNK_OPS = 128;
     /** Chunks shorter than this are launched eagerly always (a graph launch costs about what a few launches do). */
     static final int MIN_GRAPH_OPS = 4;
-    /** Cached graphs, least recently used dropped first: a decode step per attention-split count, and a few prefill chunks. */
-    static final int MAX_GRAPHS = 32;
+    /**
+     * Cached graphs, least recently used dropped first. A decode step is one chunk per CHUNK_OPS launches on one
+     * GPU, but one per collective with ranks on several GPUs (two all-reduces a layer: 2 x layers chunks), and
+     * each attention-split count has its own; a cache smaller than a step's chunks would recapture every step.
+     */
+    static final int MAX_GRAPHS = 1024;
     /** Step block: header ints before the token ids (KernelCatalog.STEP_IDS). */
     static final int STEP_HEADER_INTS = KernelCatalog.STEP_IDS;
 
@@ -76,6 +80,7 @@ final class LaunchQueue {
     private int nCandidates;
 
     private final List<Graph> graphs = new ArrayList<>();
+    private final Map<Long, List<Graph>> byFirst = new HashMap<>();   // graphs by their first launch's descriptor hash
     private final Map<Long, Integer> seen = new HashMap<>();
     private boolean graphsEnabled;
     private long clock;
@@ -142,7 +147,8 @@ final class LaunchQueue {
         switch (state) {
             case IDLE -> {
                 nCandidates = 0;
-                if (graphsEnabled) for (Graph g : graphs) if (g.length >= 1 && g.matches(this, 0)) candidates[nCandidates++] = g;
+                List<Graph> same = graphsEnabled ? byFirst.get(descriptorHash(0)) : null;
+                if (same != null) for (Graph g : same) if (g.matches(this, 0)) candidates[nCandidates++] = g;
                 if (nCandidates > 0) {
                     state = MATCHING;
                 } else {
@@ -315,6 +321,7 @@ final class LaunchQueue {
         final int[] nArgs, gridX, gridY, gridZ, block, smem;
         final int length;
         final CUgraphExec_st exec;
+        final long firstHash;
         long lastUse;
 
         Graph(LaunchQueue q, CUgraphExec_st exec) {
@@ -329,6 +336,7 @@ final class LaunchQueue {
             block = java.util.Arrays.copyOf(q.block, length);
             smem = java.util.Arrays.copyOf(q.smem, length);
             this.exec = exec;
+            firstHash = q.descriptorHash(0);
         }
 
         /** Whether launch i of this graph is descriptor i of the queue's chunk. */
@@ -374,11 +382,15 @@ final class LaunchQueue {
             Graph oldest = graphs.get(0);
             for (Graph g : graphs) if (g.lastUse < oldest.lastUse) oldest = g;
             graphs.remove(oldest);
+            List<Graph> same = byFirst.get(oldest.firstHash);
+            same.remove(oldest);
+            if (same.isEmpty()) byFirst.remove(oldest.firstHash);
             cuGraphExecDestroy(oldest.exec);
         }
         Graph g = new Graph(this, exec);
         g.lastUse = ++clock;
         graphs.add(g);
+        byFirst.computeIfAbsent(g.firstHash, k -> new ArrayList<>()).add(g);
         graphsBuilt++;
     }
 
@@ -394,6 +406,7 @@ final class LaunchQueue {
     void dropGraphs() {
         for (Graph g : graphs) cuGraphExecDestroy(g.exec);
         graphs.clear();
+        byFirst.clear();
         seen.clear();
     }
 

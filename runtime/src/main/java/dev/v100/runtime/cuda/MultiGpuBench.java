@@ -81,10 +81,19 @@ public final class MultiGpuBench {
             int pos = PREFILL_TOKENS;
             for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = CudaBench.argmax(m.forward(new int[] {next}, pos++, false));
             int decodeStart = pos;
+            NcclCollectives counted = loaded.collectives();
+            long[] c0 = counted == null ? null : counted.launchCounters(0);
             long d0 = System.nanoTime();
             for (int i = 0; i < steps; i++) next = CudaBench.argmax(m.forward(new int[] {next}, pos++, false));
             double stepMs = (System.nanoTime() - d0) / 1e6 / steps;
             table.put("decode batch 1", String.format(Locale.ROOT, "%.2f tok/s (%.2f ms/token, positions %d..%d)", 1000 / stepMs, stepMs, decodeStart, pos - 1));
+            if (counted != null) {
+                long[] c1 = counted.launchCounters(0);
+                table.put("decode launches per step (rank 0)", String.format(Locale.ROOT,
+                        "%.1f kernels: %.1f replayed by %.2f CUDA graph launches, %.1f launched one by one; %.2f graphs built per step",
+                        (c1[1] - c0[1] + c1[2] - c0[2]) / (double) steps, (c1[1] - c0[1]) / (double) steps, (c1[0] - c0[0]) / (double) steps,
+                        (c1[2] - c0[2]) / (double) steps, (c1[3] - c0[3]) / (double) steps));
+            }
 
             NcclCollectives nccl = loaded.collectives();
             if (nccl != null) {

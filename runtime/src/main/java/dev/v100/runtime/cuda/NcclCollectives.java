@@ -84,6 +84,11 @@ public final class NcclCollectives implements Collectives {
     final Issue issue;
     private volatile boolean timing;
 
+    /** Rank's launch counters ({@link CudaDevice#launchCounters}): graph launches, kernels replayed, kernels launched one by one, graphs built. */
+    long[] launchCounters(int rank) {
+        return backends[rank].device.launchCounters();
+    }
+
     NcclCollectives(MultiGpuGroup group, NcclComms comms, List<CudaBackend> backends) {
         this.group = group;
         this.comms = comms;
