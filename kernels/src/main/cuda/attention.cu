@@ -134,24 +134,49 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
     if (tid == 0) { partML[2 * part] = m; partML[2 * part + 1] = l; }
 }
 
-// grid (heads, n): out [n, heads * hd] = merged partials of (row, head)
+// grid (heads, n): out [n, heads * hd] = merged partials of (row, head). The splits' weights exp(m_s - M)
+// are computed once per block into shared memory (COMBINE_TILE splits at a time), then every thread sums
+// its head dims over the splits with independent loads.
+#define COMBINE_TILE 1024
 extern "C" __global__ void attn_combine(const float* partO, const float* partML, int heads, int hd, int splits, float* out) {
-    int h = blockIdx.x, t = blockIdx.y;
+    __shared__ float wt[COMBINE_TILE];
+    __shared__ float red[32];
+    int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x;
     i64 base = ((i64) t * heads + h) * splits;
     float M = -INFINITY;
-    for (int s = 0; s < splits; s++) M = fmaxf(M, partML[2 * (base + s)]);
+    for (int s = tid; s < splits; s += blockDim.x) M = fmaxf(M, partML[2 * (base + s)]);
+    M = block_max(M, red);
     float L = 0.f;
-    for (int s = 0; s < splits; s++) {
+    for (int s = tid; s < splits; s += blockDim.x) {
         float ms = partML[2 * (base + s)];
         if (ms > -INFINITY) L += partML[2 * (base + s) + 1] * expf(ms - M);
     }
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float a = 0.f;
-        for (int s = 0; s < splits; s++) {
-            float ms = partML[2 * (base + s)];
-            if (ms > -INFINITY) a += partO[(base + s) * hd + d] * expf(ms - M);
+    L = block_sum(L, red);
+    float acc[2] = {0.f, 0.f};   // head dims tid and tid + blockDim (hd <= 2 * blockDim)
+    for (int s0 = 0; s0 < splits; s0 += COMBINE_TILE) {
+        int ns = min(COMBINE_TILE, splits - s0);
+        __syncthreads();   // the previous tile's weights are used up
+        for (int s = tid; s < ns; s += blockDim.x) {
+            float ms = partML[2 * (base + s0 + s)];
+            wt[s] = ms > -INFINITY ? expf(ms - M) : 0.f;
         }
-        out[((i64) t * heads + h) * hd + d] = a / L;
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            int d = tid + k * blockDim.x;
+            if (d < hd) {
+                const float* po = partO + (base + s0) * hd + d;
+                float a = 0.f;
+#pragma unroll 8
+                for (int s = 0; s < ns; s++) a += po[(i64) s * hd] * wt[s];
+                acc[k] += a;
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        int d = tid + k * blockDim.x;
+        if (d < hd) out[((i64) t * heads + h) * hd + d] = acc[k] / L;
     }
 }
 

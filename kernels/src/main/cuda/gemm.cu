@@ -116,9 +116,15 @@ __device__ __forceinline__ void dequant_impl(const WView& w, i64 row0, int nRows
         decode32<T>(w, row0 + r, u, v);
         h16* o = out + r * w.cols + 32 * u;
         int lim = w.cols - 32 * u;
+        if (lim >= 32 && (w.cols & 7) == 0) {   // a whole unit at a 16-byte boundary: four 16-byte stores
+            uint4* o4 = reinterpret_cast<uint4*>(o);
 #pragma unroll
-        for (int k = 0; k < 32; k++)
-            if (k < lim) o[k] = f2h_sat(v[k]);
+            for (int q = 0; q < 4; q++) o4[q] = pack8(v + 8 * q);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 32; k++)
+                if (k < lim) o[k] = f2h_sat(v[k]);
+        }
     }
 }
 

@@ -226,8 +226,9 @@ class MultiGpuHandOffTest {
         Path b = bundle();
         DecoderModel m = onWorkers(b, new ModelOptions(Verify.CRC, 64, 8), false);
         BackendException e = assertThrows(BackendException.class, () -> benchLike(m));
-        assertTrue(e.getMessage().contains("rank 0's first GEMM (cuBLAS coming up) waits for every GPU, and rank 1's receive from rank 0 waits "
-                + "for its send, which rank 0 has still to issue"), e.getMessage());
+        // which rank's GEMM comes up first depends on the workers' timing; the cycle is the same either way
+        assertTrue(java.util.regex.Pattern.compile("rank [01]'s first GEMM \\(cuBLAS coming up\\) waits for every GPU, and rank 1's receive "
+                + "from rank 0 waits for its send, which rank [01] has still to issue").matcher(e.getMessage()).find(), e.getMessage());
         m.close();
     }
 
