@@ -134,6 +134,101 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
     if (tid == 0) { partML[2 * part] = m; partML[2 * part + 1] = l; }
 }
 
+// Grouped decode: grid (kvHeads, splits, n), THREADS threads: the G = heads / kvHeads query heads that share
+// a KV head in one block, so that the split's K and V rows are read from memory once for all G (G <= GQA_MAX_G,
+// G * hd <= GQA_MAX_QS; the launcher checks). Same partials and empty splits as attn_decode.
+#define GQA_MAX_G 16
+#define GQA_MAX_QS 4096
+extern "C" __global__ void attn_decode_gqa(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, i64 pageStride,
+                                           const int* step, float scale, int splits, float* partO, float* partML) {
+    __shared__ float qs[GQA_MAX_QS];
+    __shared__ float p[GQA_MAX_G * CHUNK];
+    __shared__ float accs[THREADS * 2];
+    int kvh = blockIdx.x, s = blockIdx.y, t = blockIdx.z;
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = blockDim.x >> 5;
+    int G = heads / kvHeads, h0 = kvh * G;
+    int len = step[STEP_POS] + t + 1;
+    int k0 = s * CHUNK, k1 = min(k0 + CHUNK, len);
+    if (k0 >= k1) {
+        for (int g = 0; g < G; g++) {
+            i64 part = ((i64) t * heads + h0 + g) * splits + s;
+            if (tid == 0) { partML[2 * part] = -INFINITY; partML[2 * part + 1] = 0.f; }
+            for (int d = tid; d < hd; d += blockDim.x) partO[part * hd + d] = 0.f;
+        }
+        return;
+    }
+    const float* qr = q + ((i64) t * heads + h0) * hd;   // the G heads' queries are contiguous
+    for (int i = tid; i < G * hd; i += blockDim.x) qs[i] = qr[i];
+    const h16* kb = pool + (i64) table[k0 / PAGE] * pageStride + (i64) kvh * PAGE * hd;
+    const h16* vb = kb + (i64) kvHeads * PAGE * hd;
+    __syncthreads();
+    int cnt = k1 - k0, pairs = hd >> 1;
+    // scores: one (head, key) dot per thread at a time, its loads independent of each other
+    for (int idx = tid; idx < G * cnt; idx += blockDim.x) {
+        int g = idx / cnt, j = idx - g * cnt;
+        const unsigned int* kr = reinterpret_cast<const unsigned int*>(kb + (i64) j * hd);
+        const float* qg = qs + g * hd;
+        float dot = 0.f;
+#pragma unroll 8
+        for (int i = 0; i < pairs; i++) {
+            unsigned int kk = kr[i];
+            dot += qg[2 * i] * h2f((h16) (kk & 0xffffu)) + qg[2 * i + 1] * h2f((h16) (kk >> 16));
+        }
+        p[g * CHUNK + j] = dot * scale;
+    }
+    __syncthreads();
+    // softmax of each head's scores: a warp per head
+    for (int g = warp; g < G; g += nw) {
+        float m = -INFINITY;
+        for (int j = lane; j < cnt; j += 32) m = fmaxf(m, p[g * CHUNK + j]);
+        m = warp_max(m);
+        float l = 0.f;
+        for (int j = lane; j < cnt; j += 32) {
+            float e = expf(p[g * CHUNK + j] - m);
+            p[g * CHUNK + j] = e;
+            l += e;
+        }
+        l = warp_sum(l);
+        if (lane == 0) {
+            i64 part = ((i64) t * heads + h0 + g) * splits + s;
+            partML[2 * part] = m;
+            partML[2 * part + 1] = l;
+        }
+    }
+    __syncthreads();
+    // P V: thread (kg group, pair i) sums its keys for every head of the group (V read once)
+    int kg = pairs >= (int) blockDim.x ? 1 : (int) blockDim.x / pairs;
+    for (int i0 = 0; i0 < pairs; i0 += blockDim.x) {
+        int i = kg == 1 ? i0 + tid : tid % pairs, grp = kg == 1 ? 0 : tid / pairs;
+        for (int g = 0; g < G; g++) {
+            float a0 = 0.f, a1 = 0.f;
+            if (grp < kg && i < pairs) {
+#pragma unroll 8
+                for (int j = grp; j < cnt; j += kg) {
+                    unsigned int vv = reinterpret_cast<const unsigned int*>(vb + (i64) j * hd)[i];
+                    float pj = p[g * CHUNK + j];
+                    a0 += pj * h2f((h16) (vv & 0xffffu));
+                    a1 += pj * h2f((h16) (vv >> 16));
+                }
+            }
+            i64 part = ((i64) t * heads + h0 + g) * splits + s;
+            if (kg == 1) {
+                if (i < pairs) { partO[part * hd + 2 * i] = a0; partO[part * hd + 2 * i + 1] = a1; }
+            } else {
+                __syncthreads();   // the previous head's sums are read
+                if (grp < kg) { accs[2 * tid] = a0; accs[2 * tid + 1] = a1; }
+                __syncthreads();
+                if (tid < pairs) {
+                    float b0 = 0.f, b1 = 0.f;
+                    for (int gg = 0; gg < kg; gg++) { b0 += accs[2 * (gg * pairs + tid)]; b1 += accs[2 * (gg * pairs + tid) + 1]; }
+                    partO[part * hd + 2 * tid] = b0;
+                    partO[part * hd + 2 * tid + 1] = b1;
+                }
+            }
+        }
+    }
+}
+
 // grid (heads, n): out [n, heads * hd] = merged partials of (row, head). The splits' weights exp(m_s - M)
 // are computed once per block into shared memory (COMBINE_TILE splits at a time), then every thread sums
 // its head dims over the splits with independent loads.
