@@ -48,9 +48,6 @@ public final class KernelCatalog {
     public static final int ATTN_DECODE_CHUNK_TOKENS = KV_PAGE_TOKENS;
     public static final int ATTN_THREADS = 128;
     public static final int ATTN_MAX_HEAD_DIM = 256;
-    /** Grouped decode attention (attn_decode_gqa): query heads per KV head, and their query floats, at most. */
-    public static final int ATTN_GQA_MAX_GROUP = 16;
-    public static final int ATTN_GQA_MAX_QUERY_FLOATS = 4096;
     /** Gated-DeltaNet: the longest conv kernel and the largest key head dim the hybrid kernels take. */
     public static final int CONV_MAX_KERNEL = 8;
     public static final int GDN_MAX_KEY_DIM = 256;
@@ -98,7 +95,6 @@ public final class KernelCatalog {
         }
         add("attention", "kv_store", ew, 0);
         add("attention", "attn_decode", ATTN_THREADS, 0);
-        add("attention", "attn_decode_gqa", ATTN_THREADS, 0);
         add("attention", "attn_combine", ATTN_THREADS, 0);
         add("attention", "attn_prefill", ATTN_THREADS, attnPrefillSmemBytes(ATTN_MAX_HEAD_DIM));
         add("logits", "argmax_rows", ew, 0);

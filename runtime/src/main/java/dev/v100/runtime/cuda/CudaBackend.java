@@ -68,7 +68,7 @@ public final class CudaBackend implements Backend {
     private int lastLayer = -1;
     private boolean closed;
     // the fixed kernels, resolved once
-    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnDecodeGqa, kAttnCombine,
+    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnCombine,
             kAttnPrefill, kArgmax, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kGateRows;
 
     /** A backend on {@code device} (which it retains until {@link #close}). */
@@ -90,7 +90,6 @@ public final class CudaBackend implements Backend {
         kRope = device.kernel("rope_neox");
         kKvStore = device.kernel("kv_store");
         kAttnDecode = device.kernel("attn_decode");
-        kAttnDecodeGqa = device.kernel("attn_decode_gqa");
         kAttnCombine = device.kernel("attn_combine");
         kAttnPrefill = device.kernel("attn_prefill");
         kArgmax = device.kernel("argmax_rows");
@@ -360,11 +359,6 @@ public final class CudaBackend implements Backend {
                 .go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_THREADS, 0);
     }
 
-    /** Whether decode attention takes the grouped kernel: at most ATTN_GQA_MAX_GROUP query heads per KV head, their queries in shared memory. */
-    static boolean groupedDecode(int group, int headDim) {
-        return group <= KernelCatalog.ATTN_GQA_MAX_GROUP && (long) group * headDim <= KernelCatalog.ATTN_GQA_MAX_QUERY_FLOATS;
-    }
-
     /**
      * Splits of decode attention over len keys: one page each, rounded up to a power of two so that a
      * captured decode step keeps its grid (the splits past the keys exit at once) while the sequence grows.
@@ -500,14 +494,8 @@ public final class CudaBackend implements Backend {
         device.launch(kKvStore).ptr(kb.address).ptr(vb.address).i32(n).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step)
                 .go(blocks(kvElems), 1, 1, EW, 0);
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
-            int group = heads / c.kvHeads;
-            if (groupedDecode(group, hd)) {   // the query heads of a KV head in one block: K and V read once for all
-                device.launch(kAttnDecodeGqa).ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step)
-                        .f32(scale).i32(splits).ptr(partO).ptr(partML).go(c.kvHeads, splits, n, KernelCatalog.ATTN_THREADS, 0);
-            } else {
-                device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step)
-                        .f32(scale).i32(splits).ptr(partO).ptr(partML).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
-            }
+            device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step).f32(scale)
+                    .i32(splits).ptr(partO).ptr(partML).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
             device.launch(kAttnCombine).ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address)
                     .go(heads, n, 1, KernelCatalog.ATTN_THREADS, 0);
         } else {
