@@ -32,7 +32,8 @@ class CudaAttentionTest {
     record Geometry(int heads, int kvHeads, int headDim) {}
 
     static final Geometry[] GEOMETRIES = {new Geometry(4, 2, 8), new Geometry(8, 1, 64), new Geometry(2, 2, 128),
-            new Geometry(4, 4, 256), new Geometry(6, 2, 80), new Geometry(3, 1, 7 * 16)};
+            new Geometry(4, 4, 256), new Geometry(6, 2, 80), new Geometry(3, 1, 7 * 16),
+            new Geometry(32, 8, 128), new Geometry(20, 1, 64)};
     /** {startPos, rows}: decode (rows <= 4) and prefill, across page and chunk edges. */
     static final int[][] STEPS = {{0, 1}, {0, 7}, {61, 1}, {61, 3}, {130, 4}, {255, 2}, {0, 33}, {63, 100}, {200, 64}, {0, 300}, {300, 5}, {511, 1}, {1000, 2}, {4090, 4}};
 
