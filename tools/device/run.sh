@@ -17,7 +17,7 @@ OUT=${OUT:-$root/.device/out}
 LOGS=/tmp/v100-device-logs   # raw test output; $OUT gets the reports (the device tool returns at most 8 files)
 mkdir -p "$OUT" "$LOGS"
 STEPS=${STEPS:-"info tests golden kbench bench hf"}
-BENCH_SETS=${BENCH_SETS:-"llama1B:Q4_K llama8B:Q4_K llama8B:W4A16-g128"}
+BENCH_SETS=${BENCH_SETS:-"llama1B:Q4_K llama8B:Q4_K llama8B:W4A16-g128 qwen36-35B-A3B:Q8_0"}
 HF_GEOMETRY=${HF_GEOMETRY:-llama8B}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # keep NCCL off NVLink multicast on the shared hosts (not used here, but never risk it)
@@ -43,7 +43,7 @@ if [[ " $STEPS " == *" bench "* ]]; then
     for set in $BENCH_SETS; do
       g=${set%%:*} t=${set#*:}
       b=/tmp/v100-bench-$g-$t
-      [ -d "$b-tp1pp1" ] || timeout 300 "${JAVA[@]}" -Xmx4g dev.v100.runtime.cuda.BenchBundleMain "$b" "$t" "$g" 1x1 > "$LOGS/bench-$g-$t.write.log" 2>&1
+      [ -d "$b-tp1pp1" ] || timeout 400 "${JAVA[@]}" -Xmx4g dev.v100.runtime.cuda.BenchBundleMain "$b" "$t" "$g" 1x1 > "$LOGS/bench-$g-$t.write.log" 2>&1
       touch "$LOGS/bench-$g-$t.written"
     done
   ) &
@@ -95,7 +95,7 @@ for s in $STEPS; do
         g=${set%%:*} t=${set#*:}
         b=/tmp/v100-bench-$g-$t-tp1pp1
         log="$OUT/bench-$g-$t.log"
-        for _ in $(seq 300); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+        for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
         touch "$LOGS/bench-$g-$t.write.log"
         run_step "bench-$g-$t" 90 "$log" "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
         cat "$LOGS/bench-$g-$t.write.log" "$log" > "$LOGS/bench.all" && mv "$LOGS/bench.all" "$log"

@@ -140,10 +140,21 @@ public final class CudaBench {
         return 0;
     }
 
-    /** Bytes of every stored tensor of every rank but the embedding table (a decode step reads one row of it). */
+    /**
+     * Bytes one decode step must read: every stored tensor of every rank but the embedding table (a step
+     * reads one row of it); of a MoE's routed expert stacks ({@code *_exps}) only the numExpertsPerTok
+     * experts a token uses.
+     */
     static long decodeWeightBytes(BundleManifest m) {
+        ModelConfig.Moe moe = m.config().moe();
         long sum = 0;
-        for (BundleManifest.Rank r : m.ranks()) for (BundleManifest.Tensor t : r.tensors()) if (!t.name().equals("token_embd.weight")) sum += t.bytes();
+        for (BundleManifest.Rank r : m.ranks()) {
+            for (BundleManifest.Tensor t : r.tensors()) {
+                if (t.name().equals("token_embd.weight")) continue;
+                if (moe != null && t.name().endsWith("_exps.weight")) sum += t.bytes() / moe.numExperts() * moe.numExpertsPerTok();
+                else sum += t.bytes();
+            }
+        }
         return sum;
     }
 
@@ -152,7 +163,9 @@ public final class CudaBench {
         ModelConfig c = m.config();
         int tp = m.parallel().tp();
         int kvPerRank = Math.max(1, c.numKvHeads() / tp);
-        return 2.0 * 2 * c.numLayers() * (double) kvPerRank * tp * c.headDim();
+        int attentionLayers = 0;   // hybrid models: only the full-attention layers keep K and V
+        for (int l = 0; l < c.numLayers(); l++) if (!c.isLinearAttention(l)) attentionLayers++;
+        return 2.0 * 2 * attentionLayers * (double) kvPerRank * tp * c.headDim();
     }
 
     static int[] randomTokens(SplittableRandom rnd, int n, int vocab) {

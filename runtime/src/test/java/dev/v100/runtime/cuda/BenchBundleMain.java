@@ -10,7 +10,8 @@ import java.util.Locale;
  * Writes the synthetic bench bundles (random weights, real geometry) where no model can be downloaded:
  * {@code BenchBundleMain OUT_PREFIX TYPE GEOMETRY TPxPP...} writes {@code OUT_PREFIX-tpTppP} per layout.
  * TYPE is a ggml type (every tensor stored so) or {@code W4A16-gG} (layer matrices in the W4A16 layout
- * with group size G, embedding and head F16); GEOMETRY is {@code llama1B} or {@code llama8B}.
+ * with group size G, embedding and head F16); GEOMETRY is {@code llama1B}, {@code llama8B} or {@code qwen36-35B-A3B}
+ * (the hybrid MoE, {@link dev.v100.runtime.testing.HybridBundles}: tp 1 x pp 1 only).
  * Example: {@code BenchBundleMain /tmp/b8 Q4_K llama8B 1x1 2x1}.
  */
 public final class BenchBundleMain {
@@ -18,7 +19,7 @@ public final class BenchBundleMain {
 
     public static void main(String[] args) {
         if (args.length < 4) {
-            System.err.println("usage: BenchBundleMain OUT_PREFIX TYPE|W4A16-gG llama1B|llama8B TPxPP...   (e.g. /tmp/b Q4_K llama8B 1x1 2x1)");
+            System.err.println("usage: BenchBundleMain OUT_PREFIX TYPE|W4A16-gG llama1B|llama8B|qwen36-35B-A3B TPxPP...   (e.g. /tmp/b Q4_K llama8B 1x1 2x1)");
             System.exit(2);
         }
         int group = 0;
@@ -29,10 +30,18 @@ public final class BenchBundleMain {
         } else {
             type = GgmlType.byName(args[1]);
         }
+        if (args[2].equals("qwen36-35B-A3B")) {
+            if (group > 0 || args.length != 4 || !args[3].equals("1x1")) throw new IllegalArgumentException("qwen36-35B-A3B: a ggml type, layout 1x1 only");
+            Path out = Path.of(args[0] + "-tp1pp1");
+            long t0 = System.nanoTime();
+            dev.v100.runtime.testing.HybridBundles.write(out, dev.v100.runtime.testing.HybridBundles.qwen36_35bA3b(), type, 1);
+            System.out.printf(Locale.ROOT, "wrote %s (%s geometry, %s) in %.1f s%n", out, args[2], args[1], (System.nanoTime() - t0) / 1e9);
+            return;
+        }
         TestBundles.Spec spec = switch (args[2]) {
             case "llama1B" -> TestBundles.Spec.llama1B(type);
             case "llama8B" -> TestBundles.Spec.llama8B(type);
-            default -> throw new IllegalArgumentException("geometry " + args[2] + " (llama1B or llama8B)");
+            default -> throw new IllegalArgumentException("geometry " + args[2] + " (llama1B, llama8B or qwen36-35B-A3B)");
         };
         for (int i = 3; i < args.length; i++) {
             String[] l = args[i].split("x");

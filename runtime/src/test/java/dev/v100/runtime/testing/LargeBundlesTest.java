@@ -52,4 +52,22 @@ class LargeBundlesTest {
             assertTrue(sd > 0.05 && sd < 100, "logits spread " + sd + " (random weights of unit-scale activations)");
         }
     }
+
+    /** The qwen35moe bench writer at a small geometry: loads (checksums verified), runs, routes. */
+    @ParameterizedTest(name = "qwen35moe {0}")
+    @CsvSource({"Q8_0", "Q4_0", "F16"})
+    void hybridMoeLoadsAndRuns(String type) {
+        dev.v100.formats.bundle.ModelConfig c = HybridBundles.small();
+        Path dir = HybridBundles.write(tmp.resolve("moe"), c, GgmlType.byName(type), 5);
+        try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
+            float[] logits = model.forward(new int[] {1, 5, 9, 200, 3, 7, 11}, 0, false);
+            assertEquals(c.vocabSize(), logits.length);
+            double sq = 0;
+            for (float v : logits) {
+                assertTrue(Float.isFinite(v), "finite logits");
+                sq += (double) v * v;
+            }
+            assertTrue(sq / logits.length > 1e-4, "non-degenerate logits: mean square " + sq / logits.length);
+        }
+    }
 }
