@@ -101,9 +101,11 @@ extern "C" __global__ void delta_gates(const float* alpha, const float* beta, co
     }
 }
 
-// The gated delta rule, rows in order; one block per value head h, a thread per state column j:
+// The gated delta rule, rows in order; grid (value head h, column group), a thread per state column j
+// (the columns of S are independent: more blocks than heads keep every SM's loads in flight):
 //   S = exp(decay) S;  delta = beta (v - S^T k);  S += k (x) delta;  out = S^T (scale q)
 // S [dk, dv] fp32 of head h lives in state (global, L2-resident); q, k of the head's key head in shared memory.
+// The first pass only reads S (exp(decay) S is recomputed, identically, in the second), so S is written once.
 extern "C" __global__ void gated_delta_rule(const float* q, const float* k, const float* v, const float* decay, const float* beta, int n,
                                             int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out) {
     __shared__ float qs[GDN_MAX_KEY_DIM], ks[GDN_MAX_KEY_DIM];
@@ -111,6 +113,7 @@ extern "C" __global__ void gated_delta_rule(const float* q, const float* k, cons
     int kh = h / (valueHeads / keyHeads);
     float* S = state + (i64) h * dk * dv;
     i64 qkCols = (i64) keyHeads * dk, vCols = (i64) valueHeads * dv;
+    int j = blockIdx.y * blockDim.x + threadIdx.x;
     for (int t = 0; t < n; t++) {
         __syncthreads();   // the previous row is done with qs/ks
         for (int i = threadIdx.x; i < dk; i += blockDim.x) {
@@ -118,54 +121,72 @@ extern "C" __global__ void gated_delta_rule(const float* q, const float* k, cons
             ks[i] = k[t * qkCols + (i64) kh * dk + i];
         }
         __syncthreads();
+        if (j >= dv) continue;
         float e = expf(decay[(i64) t * valueHeads + h]), b = beta[(i64) t * valueHeads + h];
-        for (int j = threadIdx.x; j < dv; j += blockDim.x) {
-            float kv = 0.f;
-            for (int i = 0; i < dk; i++) {
-                float s = S[(i64) i * dv + j] * e;
-                S[(i64) i * dv + j] = s;
-                kv += s * ks[i];
-            }
-            float delta = (v[t * vCols + (i64) h * dv + j] - kv) * b;
-            float o = 0.f;
-            for (int i = 0; i < dk; i++) {
-                float s = S[(i64) i * dv + j] + ks[i] * delta;
-                S[(i64) i * dv + j] = s;
-                o += s * qs[i];
-            }
-            out[t * vCols + (i64) h * dv + j] = o;
+        float kv = 0.f;
+#pragma unroll 8
+        for (int i = 0; i < dk; i++) kv += (S[(i64) i * dv + j] * e) * ks[i];
+        float delta = (v[t * vCols + (i64) h * dv + j] - kv) * b;
+        float o = 0.f;
+#pragma unroll 8
+        for (int i = 0; i < dk; i++) {
+            float s = S[(i64) i * dv + j] * e + ks[i] * delta;
+            S[(i64) i * dv + j] = s;
+            o += s * qs[i];
         }
+        out[t * vCols + (i64) h * dv + j] = o;
     }
 }
 
-// Softmax routing, one thread per token: probabilities over the experts (fp32), the topK largest in
-// descending order (ties: the lower id), divided by their sum when normalize
+// Softmax routing, one warp per token (blocks of ROUTE_WARPS warps): probabilities over the experts (fp32,
+// lane l holds experts l, l + 32, ...), the topK largest in descending order (ties: the lower id) by topK
+// warp-wide argmax rounds, divided by their sum when normalize. experts <= 32 * ROUTE_PER_LANE (the
+// launcher checks).
+#define ROUTE_PER_LANE 32
 extern "C" __global__ void moe_route(const float* logits, int n, int experts, int topK, int normalize, int* ids, float* weights) {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (t >= n) return;
     const float* l = logits + (i64) t * experts;
+    float p[ROUTE_PER_LANE];
     float mx = -INFINITY;
-    for (int e = 0; e < experts; e++) mx = fmaxf(mx, l[e]);
-    float sum = 0.f;
-    for (int e = 0; e < experts; e++) sum += expf(l[e] - mx);
-    float kept = 0.f, prev = INFINITY;
-    int prevId = -1;
-    for (int s = 0; s < topK; s++) {
-        // the next largest after (prev, prevId) in the order (p descending, id ascending)
-        int best = -1;
-        float bp = -1.f;
-        for (int e = 0; e < experts; e++) {
-            float p = expf(l[e] - mx);
-            bool after = p < prev || (p == prev && e > prevId);
-            if (after && (best < 0 || p > bp)) { best = e; bp = p; }
-        }
-        ids[t * topK + s] = best;
-        weights[t * topK + s] = bp / sum;
-        kept += bp / sum;
-        prev = bp;
-        prevId = best;
+#pragma unroll
+    for (int k = 0; k < ROUTE_PER_LANE; k++) {
+        int e = lane + 32 * k;
+        if (e < experts) mx = fmaxf(mx, l[e]);
     }
-    if (normalize)
+    mx = warp_max(mx);
+    float sum = 0.f;
+#pragma unroll
+    for (int k = 0; k < ROUTE_PER_LANE; k++) {
+        int e = lane + 32 * k;
+        p[k] = e < experts ? expf(l[e] - mx) : -1.f;   // -1: no expert, or already taken
+        if (e < experts) sum += p[k];
+    }
+    sum = warp_sum(sum);
+    float kept = 0.f;
+    for (int s = 0; s < topK; s++) {
+        float bp = -1.f;
+        int be = 0x7fffffff;
+#pragma unroll
+        for (int k = 0; k < ROUTE_PER_LANE; k++) {
+            if (p[k] > bp) { bp = p[k]; be = lane + 32 * k; }   // ascending ids: a tie keeps the lower
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            float op = __shfl_xor_sync(0xffffffffu, bp, o);
+            int oe = __shfl_xor_sync(0xffffffffu, be, o);
+            if (op > bp || (op == bp && oe < be)) { bp = op; be = oe; }
+        }
+#pragma unroll
+        for (int k = 0; k < ROUTE_PER_LANE; k++)
+            if (lane + 32 * k == be) p[k] = -1.f;
+        if (lane == 0) {
+            ids[t * topK + s] = be;
+            weights[t * topK + s] = bp / sum;
+        }
+        kept += bp / sum;
+    }
+    if (normalize && lane == 0)
         for (int s = 0; s < topK; s++) weights[t * topK + s] /= kept;
 }
 

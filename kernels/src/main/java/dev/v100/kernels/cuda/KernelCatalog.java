@@ -48,6 +48,9 @@ public final class KernelCatalog {
     public static final int ATTN_DECODE_CHUNK_TOKENS = KV_PAGE_TOKENS;
     public static final int ATTN_THREADS = 128;
     public static final int ATTN_MAX_HEAD_DIM = 256;
+    /** MoE routing (moe_route): threads per block (a warp per token), and experts at most (32 per lane). */
+    public static final int ROUTE_THREADS = 128;
+    public static final int ROUTE_MAX_EXPERTS = 1024;
     /** Gated-DeltaNet: the longest conv kernel and the largest key head dim the hybrid kernels take. */
     public static final int CONV_MAX_KERNEL = 8;
     public static final int GDN_MAX_KEY_DIM = 256;

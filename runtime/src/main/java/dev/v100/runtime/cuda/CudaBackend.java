@@ -708,9 +708,9 @@ public final class CudaBackend implements Backend {
                     + startPos + " (a linear-attention state cannot be rewound; start again at 0)");
         }
         if (n > 0) {
-            int threads = Math.min(EW / 2, (dv + 31) / 32 * 32);
+            int threads = 32;   // a warp of state columns per block, (dv / 32) blocks per value head
             device.launch(kDeltaRule).ptr(qb.address).ptr(kb.address).ptr(vb.address).ptr(gb.address).ptr(bb.address).i32(n).i32(hk)
-                    .i32(hv).i32(dk).i32(dv).f32(scale).ptr(s.recurrent).ptr(ob.address).go(hv, 1, 1, threads, 0);
+                    .i32(hv).i32(dk).i32(dv).f32(scale).ptr(s.recurrent).ptr(ob.address).go(hv, (dv + threads - 1) / threads, 1, threads, 0);
         }
         s.recurrentTokens = startPos + n;
         checked("gatedDeltaRule", ob);
@@ -742,8 +742,12 @@ public final class CudaBackend implements Backend {
         }
         device.bind();
         if (lb.rows > 0) {
+            if (lb.cols > KernelCatalog.ROUTE_MAX_EXPERTS) {
+                throw new BackendException("route: " + lb.cols + " experts (the routing kernel holds at most " + KernelCatalog.ROUTE_MAX_EXPERTS + ")");
+            }
+            int warps = KernelCatalog.ROUTE_THREADS / 32;   // a warp per token
             device.launch(kRoute).ptr(lb.address).i32(lb.rows).i32(lb.cols).i32(r.topK).i32(normalizeTopK ? 1 : 0).ptr(r.ids).ptr(r.weights)
-                    .go((lb.rows + 63) / 64, 1, 1, 64, 0);
+                    .go((lb.rows + warps - 1) / warps, 1, 1, KernelCatalog.ROUTE_THREADS, 0);
         }
         r.tokens = lb.rows;
     }
