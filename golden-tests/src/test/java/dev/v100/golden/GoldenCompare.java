@@ -9,7 +9,7 @@ public final class GoldenCompare {
      * summation order differs, which leaves relative errors around 1e-7.
      */
     public static final double CPU_FP32_NMSE = 1e-6;
-    /** fp16 GPU path: fp16 activations with fp32 accumulation leave relative errors around 1e-3 per op. */
+    /** GPU path: fp32 activations, fp16 KV cache and tensor-core operands leave relative errors around 1e-3 per op at most. */
     public static final double GPU_FP16_NMSE = 1e-4;
     /**
      * A greedy step whose reference top-1/top-2 gap is below this is a near tie: float rounding of

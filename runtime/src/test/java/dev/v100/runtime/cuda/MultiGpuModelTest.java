@@ -35,9 +35,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Tag("gpu")
 class MultiGpuModelTest {
     /**
-     * Against tp 1 on one GPU: the rank shares change fp16 rounding points (partial sums of o_proj and
-     * ffn_down rounded to fp16 before the all-reduce, NCCL's fp16 sums), about 1e-6 on these 2-layer
-     * models; the limit is CudaModelTest's fp16 model limit.
+     * Against tp 1 on one GPU: the rank shares change the summation order (partial sums of o_proj and
+     * ffn_down added by NCCL in fp32), and the prefill GEMMs round their operands to fp16 per rank, about
+     * 1e-6 on these 2-layer models; the limit is CudaModelTest's model limit.
      */
     static final double LAYOUT_NMSE = 1e-4;
     static final int[] PROMPT = CudaModelTest.PROMPT;
