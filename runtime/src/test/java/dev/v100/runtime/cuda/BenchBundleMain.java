@@ -11,7 +11,7 @@ import java.util.Locale;
  * {@code BenchBundleMain OUT_PREFIX TYPE GEOMETRY TPxPP...} writes {@code OUT_PREFIX-tpTppP} per layout.
  * TYPE is a ggml type (every tensor stored so) or {@code W4A16-gG} (layer matrices in the W4A16 layout
  * with group size G, embedding and head F16); GEOMETRY is {@code llama1B}, {@code llama8B} or {@code qwen36-35B-A3B}
- * (the hybrid MoE, {@link dev.v100.runtime.testing.HybridBundles}: tp 1 x pp 1 only).
+ * (the hybrid MoE, {@link dev.v100.runtime.testing.HybridBundles}: pp 1, any tp).
  * Example: {@code BenchBundleMain /tmp/b8 Q4_K llama8B 1x1 2x1}.
  */
 public final class BenchBundleMain {
@@ -31,11 +31,16 @@ public final class BenchBundleMain {
             type = GgmlType.byName(args[1]);
         }
         if (args[2].equals("qwen36-35B-A3B")) {
-            if (group > 0 || args.length != 4 || !args[3].equals("1x1")) throw new IllegalArgumentException("qwen36-35B-A3B: a ggml type, layout 1x1 only");
-            Path out = Path.of(args[0] + "-tp1pp1");
-            long t0 = System.nanoTime();
-            dev.v100.runtime.testing.HybridBundles.write(out, dev.v100.runtime.testing.HybridBundles.qwen36_35bA3b(), type, 1);
-            System.out.printf(Locale.ROOT, "wrote %s (%s geometry, %s) in %.1f s%n", out, args[2], args[1], (System.nanoTime() - t0) / 1e9);
+            if (group > 0) throw new IllegalArgumentException("qwen36-35B-A3B: a ggml type (W4A16 is not written for it)");
+            for (int i = 3; i < args.length; i++) {
+                String[] l = args[i].split("x");
+                int tp = Integer.parseInt(l[0]);
+                if (!l[1].equals("1")) throw new IllegalArgumentException("qwen36-35B-A3B: pp 1 only, not " + args[i]);
+                Path out = Path.of(args[0] + "-tp" + tp + "pp1");
+                long t0 = System.nanoTime();
+                dev.v100.runtime.testing.HybridBundles.write(out, dev.v100.runtime.testing.HybridBundles.qwen36_35bA3b(), type, 1, tp);
+                System.out.printf(Locale.ROOT, "wrote %s (%s geometry, %s, tp %d) in %.1f s%n", out, args[2], args[1], tp, (System.nanoTime() - t0) / 1e9);
+            }
             return;
         }
         TestBundles.Spec spec = switch (args[2]) {

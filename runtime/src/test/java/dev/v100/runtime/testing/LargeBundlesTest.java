@@ -54,11 +54,14 @@ class LargeBundlesTest {
     }
 
     /** The qwen35moe bench writer at a small geometry: loads (checksums verified), runs, routes. */
-    @ParameterizedTest(name = "qwen35moe {0}")
-    @CsvSource({"Q8_0", "Q4_0", "F16"})
-    void hybridMoeLoadsAndRuns(String type) {
+    @ParameterizedTest(name = "qwen35moe {0} tp {1}")
+    @CsvSource({"Q8_0, 1", "Q4_0, 2", "F16, 1", "Q8_0, 4"})
+    void hybridMoeLoadsAndRuns(String type, int tp) {
         dev.v100.formats.bundle.ModelConfig c = HybridBundles.small();
-        Path dir = HybridBundles.write(tmp.resolve("moe"), c, GgmlType.byName(type), 5);
+        Path dir = HybridBundles.write(tmp.resolve("moe"), c, GgmlType.byName(type), 5, tp);
+        try (Bundle b = Bundle.open(dir)) {
+            assertEquals(tp, b.manifest().ranks().size());
+        }
         try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
             float[] logits = model.forward(new int[] {1, 5, 9, 200, 3, 7, 11}, 0, false);
             assertEquals(c.vocabSize(), logits.length);
