@@ -173,9 +173,7 @@ public final class MultiGpuModels {
                     d.close();   // the backend holds the device from here on
                 }
                 devices[r] = d.description();
-                if (opts.verify() == Verify.CRC) {
-                    for (BundleManifest.Tensor t : bundle.rank(r).tensors()) bundle.checkedData(r, t);
-                }
+                if (opts.verify() == Verify.CRC) dev.v100.runtime.load.RankTensors.checkAll(bundle, r);
                 stats[r] = cb[r].uploadRankFile(bundle.rankFile(r), "rank " + r + " weights on GPU " + g);
             });
             double uploadSeconds = (System.nanoTime() - t0) / 1e9;

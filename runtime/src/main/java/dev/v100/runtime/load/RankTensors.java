@@ -20,7 +20,6 @@ import java.util.Set;
 public final class RankTensors {
     private final Bundle bundle;
     private final int rank;
-    private final Verify verify;
     private final Map<String, BundleManifest.Tensor> byName = new LinkedHashMap<>();
     private final Set<String> taken = new LinkedHashSet<>();
     private final List<String> missing = new ArrayList<>();
@@ -28,17 +27,17 @@ public final class RankTensors {
     public RankTensors(Bundle bundle, int rank, Verify verify) {
         this.bundle = bundle;
         this.rank = rank;
-        this.verify = verify;
         List<BundleManifest.Tensor> all = bundle.rank(rank).tensors();
         for (BundleManifest.Tensor t : all) byName.put(t.name(), t);
-        if (verify == Verify.CRC) checkAll(all);
+        if (verify == Verify.CRC) checkAll(bundle, rank);
     }
 
     /**
      * Checks every tensor's CRC up front, the tensors in parallel (the check of a 37 GB rank is most of its
      * cold start on one core); a corrupt tensor fails, the first in file order named.
      */
-    private void checkAll(List<BundleManifest.Tensor> all) {
+    public static void checkAll(Bundle bundle, int rank) {
+        List<BundleManifest.Tensor> all = bundle.rank(rank).tensors();
         RuntimeException[] failed = new RuntimeException[all.size()];
         java.util.stream.IntStream.range(0, all.size()).parallel().forEach(i -> {
             try {
