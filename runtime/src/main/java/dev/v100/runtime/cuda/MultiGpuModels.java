@@ -5,6 +5,7 @@ import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.runtime.backend.Buffer;
 import dev.v100.runtime.backend.Collectives;
 import dev.v100.runtime.load.ModelLoadException;
+import dev.v100.runtime.load.RankTensors;
 import dev.v100.runtime.load.Verify;
 import dev.v100.runtime.model.DecoderModel;
 import dev.v100.runtime.model.DecoderModels;
@@ -173,7 +174,7 @@ public final class MultiGpuModels {
                     d.close();   // the backend holds the device from here on
                 }
                 devices[r] = d.description();
-                if (opts.verify() == Verify.CRC) dev.v100.runtime.load.RankTensors.checkAll(bundle, r);
+                if (opts.verify() == Verify.CRC) RankTensors.checkAll(bundle, r);
                 stats[r] = cb[r].uploadRankFile(bundle.rankFile(r), "rank " + r + " weights on GPU " + g);
             });
             double uploadSeconds = (System.nanoTime() - t0) / 1e9;

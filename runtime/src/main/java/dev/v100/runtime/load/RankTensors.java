@@ -11,6 +11,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.stream.IntStream;
 
 /**
  * The tensors of one rank, handed out by name and ticked off: after the model has taken what it
@@ -39,7 +40,7 @@ public final class RankTensors {
     public static void checkAll(Bundle bundle, int rank) {
         List<BundleManifest.Tensor> all = bundle.rank(rank).tensors();
         RuntimeException[] failed = new RuntimeException[all.size()];
-        java.util.stream.IntStream.range(0, all.size()).parallel().forEach(i -> {
+        IntStream.range(0, all.size()).parallel().forEach(i -> {
             try {
                 bundle.checkedData(rank, all.get(i));
             } catch (RuntimeException e) {

@@ -1,6 +1,7 @@
 package dev.v100.runtime.cuda;
 
 import dev.v100.formats.ggml.GgmlType;
+import dev.v100.runtime.testing.HybridBundles;
 import dev.v100.runtime.testing.TestBundles;
 
 import java.nio.file.Path;
@@ -11,7 +12,7 @@ import java.util.Locale;
  * {@code BenchBundleMain OUT_PREFIX TYPE GEOMETRY TPxPP...} writes {@code OUT_PREFIX-tpTppP} per layout.
  * TYPE is a ggml type (every tensor stored so) or {@code W4A16-gG} (layer matrices in the W4A16 layout
  * with group size G, embedding and head F16); GEOMETRY is {@code llama1B}, {@code llama8B} or {@code qwen36-35B-A3B}
- * (the hybrid MoE, {@link dev.v100.runtime.testing.HybridBundles}: pp 1, any tp).
+ * (the hybrid MoE, {@link HybridBundles}: pp 1, any tp).
  * Example: {@code BenchBundleMain /tmp/b8 Q4_K llama8B 1x1 2x1}.
  */
 public final class BenchBundleMain {
@@ -38,7 +39,7 @@ public final class BenchBundleMain {
                 if (!l[1].equals("1")) throw new IllegalArgumentException("qwen36-35B-A3B: pp 1 only, not " + args[i]);
                 Path out = Path.of(args[0] + "-tp" + tp + "pp1");
                 long t0 = System.nanoTime();
-                dev.v100.runtime.testing.HybridBundles.write(out, dev.v100.runtime.testing.HybridBundles.qwen36_35bA3b(), type, 1, tp);
+                HybridBundles.write(out, HybridBundles.qwen36_35bA3b(), type, 1, tp);
                 System.out.printf(Locale.ROOT, "wrote %s (%s geometry, %s, tp %d) in %.1f s%n", out, args[2], args[1], tp, (System.nanoTime() - t0) / 1e9);
             }
             return;

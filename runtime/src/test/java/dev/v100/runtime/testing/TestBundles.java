@@ -17,6 +17,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.stream.IntStream;
 
 /**
  * Builds bundles for tests and benchmarks: a llama-family model of random weights, cut for any
@@ -440,7 +441,7 @@ public final class TestBundles {
             List<Job> jobs = new ArrayList<>();
             for (int r = 0; r < perRank.size(); r++) for (int i = 0; i < perRank.get(r).size(); i++) jobs.add(new Job(r, i));
             String[] crcs = new String[jobs.size()];
-            java.util.stream.IntStream.range(0, jobs.size()).parallel().forEach(j -> {
+            IntStream.range(0, jobs.size()).parallel().forEach(j -> {
                 Job job = jobs.get(j);
                 LargePart p = perRank.get(job.rank).get(job.index);
                 MemorySegment part = data.get(job.rank).asSlice(p.offset, p.bytes);
