@@ -18,12 +18,6 @@ public final class SliceCopier {
 
     private SliceCopier() {}
 
-    /** A run of whole rows: source bytes go out as they are when no view transforms them. */
-    private static void copyRun(TensorData t, long row0, long nRows, long rowBytes, SliceOutput out) {
-        if (t instanceof MappedTensor m) out.append(m.segment().asSlice(row0 * rowBytes, nRows * rowBytes));
-        else t.copyRows(row0, nRows, out.next(nRows * rowBytes), 0);
-    }
-
     /** Bytes the stored slice takes. */
     public static long storedBytes(TensorData t, BundleManifest.Slice slice) {
         if (t instanceof LayoutTensor layout) return layout.storedBytes(slice);
@@ -56,46 +50,47 @@ public final class SliceCopier {
             // a layout blob (weights | scales | zeros) is built whole: staging holds one stored slice
             return layout.copySlice(slice, out.next(layout.storedBytes(slice)), 0, progress);
         }
-        long offsetBytes = 0;
+        if (slice == null) return copyRows(t, 0, t.rows(), out, progress);
         long[] shape = t.shape();
-        long rowBytes = t.rowBytes();
-        long pos = offsetBytes;
-        if (slice == null) {
-            long rows = t.rows();
-            long chunk = Math.max(1, CHUNK_BYTES / Math.max(1, rowBytes));
-            for (long r = 0; r < rows; r += chunk) {
-                long n = Math.min(chunk, rows - r);
-                copyRun(t, r, n, rowBytes, out);
-                pos += n * rowBytes;
-                progress.accept(n * rowBytes);
-            }
-            return pos - offsetBytes;
-        }
         int dim = slice.dim();
         int last = shape.length - 1;
-        if (dim < last) {
-            // [outer, shape[dim], inner rows]: each range is a run of whole rows per outer index
-            long outer = 1;
-            for (int i = 0; i < dim; i++) outer *= shape[i];
-            long innerRows = 1;
-            for (int i = dim + 1; i < last; i++) innerRows *= shape[i];
-            for (long o = 0; o < outer; o++) {
-                for (BundleManifest.Range rg : slice.ranges()) {
-                    long row0 = (o * shape[dim] + rg.start()) * innerRows;
-                    long nRows = rg.length() * innerRows;
-                    long chunk = Math.max(1, CHUNK_BYTES / Math.max(1, rowBytes));
-                    for (long r = 0; r < nRows; r += chunk) {
-                        long n = Math.min(chunk, nRows - r);
-                        copyRun(t, row0 + r, n, rowBytes, out);
-                        pos += n * rowBytes;
-                        progress.accept(n * rowBytes);
-                    }
-                }
+        if (dim == last) return copyCuts(t, slice, out, progress);
+        // [outer, shape[dim], inner rows]: each range is a run of whole rows per outer index
+        long outer = 1;
+        for (int i = 0; i < dim; i++) outer *= shape[i];
+        long innerRows = 1;
+        for (int i = dim + 1; i < last; i++) innerRows *= shape[i];
+        long written = 0;
+        for (long o = 0; o < outer; o++) {
+            for (BundleManifest.Range rg : slice.ranges()) {
+                written += copyRows(t, (o * shape[dim] + rg.start()) * innerRows, rg.length() * innerRows, out, progress);
             }
-            return pos - offsetBytes;
         }
-        // cut inside each row: ranges are block-aligned (checked by the planner); rows go in batches,
-        // straight from the source bytes when no view transforms them
+        return written;
+    }
+
+    // The paths below are separate small methods so that the JIT compiles each on its own: one method
+    // holding all of them took C2 seconds of a core, in the middle of the first conversion.
+
+    /** Whole rows [row0, row0 + nRows): source bytes go out as they are when no view transforms them. */
+    private static long copyRows(TensorData t, long row0, long nRows, SliceOutput out, LongConsumer progress) {
+        long rowBytes = t.rowBytes();
+        long chunk = Math.max(1, CHUNK_BYTES / Math.max(1, rowBytes));
+        MemorySegment src = t instanceof MappedTensor m ? m.segment() : null;
+        for (long r = 0; r < nRows; r += chunk) {
+            long n = Math.min(chunk, nRows - r);
+            if (src != null) out.append(src.asSlice((row0 + r) * rowBytes, n * rowBytes));
+            else t.copyRows(row0 + r, n, out.next(n * rowBytes), 0);
+            progress.accept(n * rowBytes);
+        }
+        return nRows * rowBytes;
+    }
+
+    /**
+     * A cut inside each row: ranges are block-aligned (checked by the planner). Rows go in batches,
+     * straight from the source bytes when no view transforms them.
+     */
+    private static long copyCuts(TensorData t, BundleManifest.Slice slice, SliceOutput out, LongConsumer progress) {
         int block = t.type().blockSize;
         long typeSize = t.type().typeSize;
         int nRanges = slice.ranges().size();
@@ -108,31 +103,35 @@ public final class SliceCopier {
             rangeBytes[i] = rg.length() / block * typeSize;
             keptBytes += rangeBytes[i];
         }
+        long rowBytes = t.rowBytes();
         long rows = t.rows();
         long batch = Math.max(1, CHUNK_BYTES / Math.max(1, rowBytes));
         MemorySegment src = t instanceof MappedTensor m ? m.segment() : null;
         MemorySegment rowBuf = src != null ? null : MemorySegment.ofArray(new byte[Math.toIntExact(batch * rowBytes)]);
         for (long r = 0; r < rows; r += batch) {
             long n = Math.min(batch, rows - r);
-            MemorySegment from = src;
-            long fromRow = r;
-            if (from == null) {
-                t.copyRows(r, n, rowBuf, 0);
-                from = rowBuf;
-                fromRow = 0;
-            }
             MemorySegment dst = out.next(n * keptBytes);
-            long at = 0;
-            for (long i = 0; i < n; i++) {
-                long rowStart = (fromRow + i) * rowBytes;
-                for (int k = 0; k < nRanges; k++) {
-                    MemorySegment.copy(from, rowStart + rangeOff[k], dst, at, rangeBytes[k]);
-                    at += rangeBytes[k];
-                }
+            if (src != null) {
+                gather(src, r * rowBytes, n, rowBytes, rangeOff, rangeBytes, dst);
+            } else {
+                t.copyRows(r, n, rowBuf, 0);
+                gather(rowBuf, 0, n, rowBytes, rangeOff, rangeBytes, dst);
             }
-            pos += n * keptBytes;
             progress.accept(n * keptBytes);
         }
-        return pos - offsetBytes;
+        return rows * keptBytes;
+    }
+
+    /** The ranges of {@code n} consecutive rows starting at {@code fromBytes}, packed into dst. */
+    private static void gather(MemorySegment from, long fromBytes, long n, long rowBytes, long[] rangeOff, long[] rangeBytes,
+                               MemorySegment dst) {
+        long at = 0;
+        for (long i = 0; i < n; i++) {
+            long rowStart = fromBytes + i * rowBytes;
+            for (int k = 0; k < rangeOff.length; k++) {
+                MemorySegment.copy(from, rowStart + rangeOff[k], dst, at, rangeBytes[k]);
+                at += rangeBytes[k];
+            }
+        }
     }
 }
