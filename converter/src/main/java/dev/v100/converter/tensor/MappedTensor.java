@@ -18,8 +18,9 @@ public final class MappedTensor implements TensorData {
     }
 
     /**
-     * @param file       a channel on the file the mapping comes from: bulk copies read it with positional
-     *                   reads (no page faults on the mapping, which cost more than the copy itself)
+     * @param file       a channel on the file the mapping comes from: {@link #copyRows} of 64 KiB or more into
+     *                   native memory read it with positional reads instead of faulting the mapping in
+     *                   (SliceCopier writes untransformed runs from {@link #segment()} directly)
      * @param fileOffset where {@code data} starts in that file
      */
     public MappedTensor(GgmlType type, long[] shape, MemorySegment data, java.nio.channels.FileChannel file, long fileOffset) {
@@ -57,11 +58,6 @@ public final class MappedTensor implements TensorData {
             }
         }
         MemorySegment.copy(data, row0 * rowBytes, dst, dstOffsetBytes, n);
-    }
-
-    /** Whether bulk copies go through positional reads of the source file. */
-    public boolean readsFile() {
-        return file != null;
     }
 
     @Override

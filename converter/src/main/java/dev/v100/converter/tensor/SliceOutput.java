@@ -38,10 +38,14 @@ public interface SliceOutput {
      * of everything written on the way.
      */
     final class ToChannel implements SliceOutput, AutoCloseable {
-        private static final long DEFAULT_CAPACITY = 16L << 20;
+        /**
+         * Staging size, and the piece a source run is CRC'd and written in: the CRC and the write read
+         * the bytes while they are still in the L2 cache (16 MiB pieces went to memory twice).
+         */
+        private static final long PIECE_BYTES = 256L << 10;
         /** One staging buffer per thread, reused by every slice it writes (allocation zero-fills). */
         private static final ThreadLocal<MemorySegment> STAGING =
-                ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(DEFAULT_CAPACITY, 4096));
+                ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(PIECE_BYTES, 4096));
         private final FileChannel channel;
         private Arena arena;
         private final CRC32C crc = new CRC32C();
@@ -79,8 +83,8 @@ public interface SliceOutput {
                 return;
             }
             flush();
-            for (long off = 0; off < bytes.byteSize(); off += 1L << 30) {
-                ByteBuffer bb = bytes.asSlice(off, Math.min(1L << 30, bytes.byteSize() - off)).asByteBuffer();
+            for (long off = 0; off < bytes.byteSize(); off += PIECE_BYTES) {
+                ByteBuffer bb = bytes.asSlice(off, Math.min(PIECE_BYTES, bytes.byteSize() - off)).asByteBuffer();
                 crc.update(bb.duplicate());
                 try {
                     while (bb.hasRemaining()) position += channel.write(bb, position);
