@@ -105,7 +105,8 @@ extern "C" __global__ void delta_gates(const float* alpha, const float* beta, co
 // (the columns of S are independent: more blocks than heads keep every SM's loads in flight):
 //   S = exp(decay) S;  delta = beta (v - S^T k);  S += k (x) delta;  out = S^T (scale q)
 // S [dk, dv] fp32 of head h lives in state (global, L2-resident); q, k of the head's key head in shared memory.
-// The first pass only reads S (exp(decay) S is recomputed, identically, in the second), so S is written once.
+// The first pass only reads S (exp(decay) S is recomputed in the second, where the compiler may fuse it
+// into an FMA with k delta: a last-bit difference from the first pass's product), so S is written once.
 extern "C" __global__ void gated_delta_rule(const float* q, const float* k, const float* v, const float* decay, const float* beta, int n,
                                             int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out) {
     __shared__ float qs[GDN_MAX_KEY_DIM], ks[GDN_MAX_KEY_DIM];
@@ -177,6 +178,7 @@ extern "C" __global__ void moe_route(const float* logits, int n, int experts, in
             int oe = __shfl_xor_sync(0xffffffffu, be, o);
             if (op > bp || (op == bp && oe < be)) { bp = op; be = oe; }
         }
+        if (be >= experts) { be = 0; bp = 0.f; }   // no probability left to take (NaN logits): a valid id, weight 0
 #pragma unroll
         for (int k = 0; k < ROUTE_PER_LANE; k++)
             if (lane + 32 * k == be) p[k] = -1.f;

@@ -244,8 +244,10 @@ public final class CudaBackend implements Backend {
 
     @Override
     public KvCache allocateKvCache(int kvHeads, int headDim, int capacityTokens) {
-        if (headDim > KernelCatalog.ATTN_MAX_HEAD_DIM) {
-            throw new BackendException("head dim " + headDim + " exceeds the " + KernelCatalog.ATTN_MAX_HEAD_DIM + " the CUDA attention kernels handle");
+        int threadsPerKey = KernelCatalog.ATTN_THREADS / KernelCatalog.ATTN_DECODE_CHUNK_TOKENS;
+        if (headDim > KernelCatalog.ATTN_MAX_HEAD_DIM || headDim % (2 * threadsPerKey) != 0) {
+            throw new BackendException("head dim " + headDim + ": the CUDA attention kernels handle multiples of " + 2 * threadsPerKey + " up to "
+                    + KernelCatalog.ATTN_MAX_HEAD_DIM);
         }
         device.bind();
         CudaKvCache c = new CudaKvCache(this, kvHeads, headDim, capacityTokens);

@@ -107,8 +107,12 @@ public final class CudaBench {
             table.put("decode batch 8", "not measured: the engine decodes one sequence at a time (no batching yet)");
             // the same steps again, every kernel between two events: where the GPU time of a step goes
             d.startProfile();
-            for (int i = 0; i < PROFILED_STEPS; i++) next = argmax(m.forward(new int[] {next}, pos++, false));
-            Map<String, double[]> profile = d.stopProfile();
+            Map<String, double[]> profile;
+            try {
+                for (int i = 0; i < PROFILED_STEPS; i++) next = argmax(m.forward(new int[] {next}, pos++, false));
+            } finally {
+                profile = d.stopProfile();   // graphs back on, events released, also when a step fails
+            }
             double kernelMs = profile.values().stream().mapToDouble(t -> t[1]).sum() / PROFILED_STEPS;
             table.put("decode step on the GPU", String.format(Locale.ROOT, "%.2f ms of kernels (each timed alone, %d steps) of %.2f ms per step: "
                     + "%.0f %% host and launch gaps", kernelMs, PROFILED_STEPS, 1000 * decodeS / steps, Math.max(0, 100 * (1 - kernelMs / (1000 * decodeS / steps)))));

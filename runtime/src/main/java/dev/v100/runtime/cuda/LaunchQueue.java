@@ -251,6 +251,7 @@ final class LaunchQueue {
      * kernels' own times mean anything, not the wall time of a profiled step.
      */
     void startProfile() {
+        if (profile != null) throw new IllegalStateException("a profile is already running on " + device.name);
         flush();
         profile = new Profile();
         profileGraphs = graphsEnabled;
@@ -261,11 +262,11 @@ final class LaunchQueue {
 
     /** Ends profiling (the stream drains) and returns kernel name -> {launches, total milliseconds}, largest first. */
     Map<String, double[]> stopProfile() {
+        if (profile == null) return Map.of();
         flush();
         Profile p = profile;
         profile = null;
         graphsEnabled = profileGraphs;
-        if (p == null) return Map.of();
         return p.collect();
     }
 

@@ -114,7 +114,8 @@ public final class HybridBundles {
             IntStream.range(0, tp * per).parallel().forEach(j -> {
                 Part p = perRank.get(j / per).get(j % per);
                 MemorySegment part = data.get(j / per).asSlice(p.offset, p.bytes);
-                SplittableRandom rnd = new SplittableRandom(seed * 1_000_003L + j);
+                // seeded by the tensor, not the rank: what ranks store whole (norms, router) is the same on every rank
+                SplittableRandom rnd = new SplittableRandom(seed * 1_000_003L + j % per);
                 long n = p.bytes / p.type.typeSize * p.type.blockSize;
                 long[] shape = p.spec.shape();
                 double magnitude = 1 / Math.sqrt(shape[shape.length - 1]);

@@ -38,6 +38,9 @@ class LargeBundlesTest {
             assertEquals(group > 0 ? W4A16Layout.DTYPE : type, down.dtype());
             assertEquals(s.ffn() / tp, down.storedShape()[1], "ffn_down is cut by input columns");
             if (group > 0) assertEquals(group, ((Number) down.quant().get(W4A16Layout.QUANT_GROUP_SIZE)).intValue());
+            if (tp > 1) {   // what every rank stores whole is the same tensor on every rank
+                assertEquals(crc(m, 0, "blk.0.attn_norm.weight"), crc(m, 1, "blk.0.attn_norm.weight"));
+            }
         }
         try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
             float[] logits = model.forward(new int[] {1, 5, 9, 200, 3}, 0, false);
@@ -61,6 +64,7 @@ class LargeBundlesTest {
         Path dir = HybridBundles.write(tmp.resolve("moe"), c, GgmlType.byName(type), 5, tp);
         try (Bundle b = Bundle.open(dir)) {
             assertEquals(tp, b.manifest().ranks().size());
+            if (tp > 1) assertEquals(crc(b.manifest(), 0, "blk.0.ffn_gate_inp.weight"), crc(b.manifest(), tp - 1, "blk.0.ffn_gate_inp.weight"));
         }
         try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
             float[] logits = model.forward(new int[] {1, 5, 9, 200, 3, 7, 11}, 0, false);
@@ -72,5 +76,9 @@ class LargeBundlesTest {
             }
             assertTrue(sq / logits.length > 1e-4, "non-degenerate logits: mean square " + sq / logits.length);
         }
+    }
+
+    static String crc(BundleManifest m, int rank, String tensor) {
+        return m.ranks().get(rank).tensors().stream().filter(t -> t.name().equals(tensor)).findFirst().orElseThrow().crc32c();
     }
 }

@@ -436,7 +436,7 @@ public final class TestBundles {
                 LargePart last = parts.get(parts.size() - 1);
                 data.add(bw.rankData(bw.createDataFile("rank-" + r + ".bin", last.offset + last.bytes)));
             }
-            // every part filled and checksummed on its own (seeded by rank and index): in parallel
+            // every part filled and checksummed on its own, in parallel
             record Job(int rank, int index) {}
             List<Job> jobs = new ArrayList<>();
             for (int r = 0; r < perRank.size(); r++) for (int i = 0; i < perRank.get(r).size(); i++) jobs.add(new Job(r, i));
@@ -445,7 +445,8 @@ public final class TestBundles {
                 Job job = jobs.get(j);
                 LargePart p = perRank.get(job.rank).get(job.index);
                 MemorySegment part = data.get(job.rank).asSlice(p.offset, p.bytes);
-                SplittableRandom rnd = new SplittableRandom(seed * 1_000_003L + j);
+                // seeded by the tensor, not the rank: what ranks store whole is the same on every rank
+                SplittableRandom rnd = new SplittableRandom(seed * 1_000_003L + decls.indexOf(p.decl));
                 Decl d = p.decl;
                 if (d.magnitude < 0) {
                     for (long e = 0; e < p.storedShape[0]; e++) part.set(F32, 4 * e, (float) (1 + 0.2 * rnd.nextGaussian()));
