@@ -57,23 +57,11 @@ public final class LlamaFamily {
         ModelConfig c = m.config();
         String where = bundle.location().toString();
         checkSupported(c, where);
-        int tp = m.parallel().tp(), pp = m.parallel().pp();
-        if (m.parallel().stages() == null || m.parallel().stages().size() != pp) {
-            throw new ModelLoadException(where + ": parallel.stages lists " + (m.parallel().stages() == null ? 0 : m.parallel().stages().size())
-                    + " stages for pp " + pp);
-        }
-        int context = opts.contextTokens() == 0 ? c.maxPositionEmbeddings() : Math.min(opts.contextTokens(), c.maxPositionEmbeddings());
-        if (context < 1) throw new ModelLoadException(where + ": context length " + context);
-        int chunk = Math.min(opts.chunkTokens(), context);
+        StagePlan plan = StagePlan.of(m, opts, where);
+        int tp = plan.tp(), pp = plan.pp(), context = plan.context(), chunk = plan.chunk();
         List<List<RankShard>> stages = new ArrayList<>();
-        int expectFirst = 0;
         for (int s = 0; s < pp; s++) {
-            BundleManifest.Stage st = m.parallel().stages().get(s);
-            if (st.stage() != s || st.firstLayer() != expectFirst || st.endLayer() <= st.firstLayer()) {
-                throw new ModelLoadException(where + ": stage " + s + " covers layers [" + st.firstLayer() + ", " + st.endLayer()
-                        + "), expected to start at " + expectFirst);
-            }
-            expectFirst = st.endLayer();
+            BundleManifest.Stage st = plan.stages().get(s);
             List<RankShard> ranks = new ArrayList<>();
             for (int t = 0; t < tp; t++) {
                 int rank = s * tp + t;
@@ -83,9 +71,6 @@ public final class LlamaFamily {
                 ranks.add(shard);
             }
             stages.add(ranks);
-        }
-        if (expectFirst != c.numLayers()) {
-            throw new ModelLoadException(where + ": the stages cover layers [0, " + expectFirst + "), the model has " + c.numLayers());
         }
         return new DecoderModel(c, stages, collectives, context, chunk, closeBundle ? bundle : null);
     }
