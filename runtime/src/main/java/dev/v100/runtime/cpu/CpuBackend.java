@@ -18,6 +18,7 @@ import dev.v100.runtime.backend.Buffer;
 import dev.v100.runtime.backend.KvCache;
 import dev.v100.runtime.backend.LinearAttentionState;
 import dev.v100.runtime.backend.MoeRouting;
+import dev.v100.runtime.backend.OpChecks;
 import dev.v100.runtime.backend.Rope;
 import dev.v100.runtime.backend.Weight;
 
@@ -313,11 +314,9 @@ public final class CpuBackend implements Backend {
             throw new BackendException("causalConv1d: " + xb + " with kernel " + w + " against a state of " + s.convChannels
                     + " channels x kernel " + k);
         }
+        OpChecks.continuesAt("causalConv1d", "conv state", s.convTokens, startPos);
         if (startPos == 0) {
             java.util.Arrays.fill(s.conv, 0f);
-        } else if (startPos != s.convTokens) {
-            throw new BackendException("causalConv1d: the conv state holds " + s.convTokens + " tokens, the call continues at position "
-                    + startPos + " (a linear-attention state cannot be rewound; start again at 0)");
         }
         if (kernels == Kernels.FAST) CpuGdn.causalConv1d(xb.data, xb.offset, xb.rows, xb.cols, w.floats(), k, s.conv, ob.data, ob.offset);
         else RefGdn.causalConv1d(xb.data, xb.offset, xb.rows, xb.cols, w.floats(), k, s.conv, ob.data, ob.offset);
@@ -344,22 +343,13 @@ public final class CpuBackend implements Backend {
         CpuBuffer qb = buf(q), kb = buf(k), vb = buf(v), gb = buf(decay), bb = buf(beta), ob = buf(out);
         CpuLinearState s = state(state);
         int n = qb.rows, dk = s.keyHeadDim, dv = s.valueHeadDim, hv = s.valueHeads;
-        sameShape(qb, kb);
-        sameShape(vb, ob);
-        sameShape(gb, bb);
-        int hk = qb.cols / dk;
-        if (qb.cols % dk != 0 || hk < 1 || hv % hk != 0 || vb.cols != hv * dv || gb.cols != hv || vb.rows != n || gb.rows != n) {
-            throw new BackendException("gatedDeltaRule: q " + qb + ", k " + kb + ", v " + vb + ", decay " + gb + " against a state of "
-                    + hv + " value heads x " + dk + " x " + dv);
-        }
+        int hk = OpChecks.deltaRuleKeyHeads(qb, kb, vb, gb, bb, ob, s);
         if (ob.data == qb.data || ob.data == kb.data || ob.data == vb.data) {
             throw new BackendException("gatedDeltaRule: out " + ob + " shares storage with q, k or v");
         }
+        OpChecks.continuesAt("gatedDeltaRule", "state", s.recurrentTokens, startPos);
         if (startPos == 0) {
             java.util.Arrays.fill(s.recurrent, 0f);
-        } else if (startPos != s.recurrentTokens) {
-            throw new BackendException("gatedDeltaRule: the state holds " + s.recurrentTokens + " tokens, the call continues at position "
-                    + startPos + " (a linear-attention state cannot be rewound; start again at 0)");
         }
         RefGdn.Heads hd = new RefGdn.Heads(hk, hv, dk, dv);
         if (kernels == Kernels.REFERENCE) {
@@ -479,6 +469,6 @@ public final class CpuBackend implements Backend {
     }
 
     private static void sameShape(CpuBuffer a, CpuBuffer b) {
-        if (a.rows != b.rows || a.cols != b.cols) throw new BackendException("shape mismatch: " + a + " vs " + b);
+        OpChecks.sameShape(a, b);
     }
 }

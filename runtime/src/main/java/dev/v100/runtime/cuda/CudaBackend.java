@@ -10,6 +10,7 @@ import dev.v100.runtime.backend.Buffer;
 import dev.v100.runtime.backend.KvCache;
 import dev.v100.runtime.backend.LinearAttentionState;
 import dev.v100.runtime.backend.MoeRouting;
+import dev.v100.runtime.backend.OpChecks;
 import dev.v100.runtime.backend.Rope;
 import dev.v100.runtime.backend.Weight;
 import org.bytedeco.javacpp.FloatPointer;
@@ -648,11 +649,9 @@ public final class CudaBackend implements Backend {
         }
         device.bind();
         note(w);
+        OpChecks.continuesAt("causalConv1d", "conv state", s.convTokens, startPos);
         if (startPos == 0) {
             if (s.convBytes() > 0) Cuda.check(cuMemsetD32Async(s.conv, 0, s.convBytes() / 4, device.stream()), "cuMemsetD32Async", "resetting a conv state");
-        } else if (startPos != s.convTokens) {
-            throw new BackendException("causalConv1d: the conv state holds " + s.convTokens + " tokens, the call continues at position "
-                    + startPos + " (a linear-attention state cannot be rewound; start again at 0)");
         }
         if (xb.rows > 0) {
             device.launch(kConv).ptr(xb.address).i32(xb.rows).i32(xb.cols).ptr(w.type == GgmlType.F32 ? w.address : 0)
@@ -689,25 +688,16 @@ public final class CudaBackend implements Backend {
         CudaBuffer qb = buf(q), kb = buf(k), vb = buf(v), gb = buf(decay), bb = buf(beta), ob = buf(out);
         CudaLinearState s = linear(state);
         int n = qb.rows, dk = s.keyHeadDim, dv = s.valueHeadDim, hv = s.valueHeads;
-        sameShape(qb, kb);
-        sameShape(vb, ob);
-        sameShape(gb, bb);
-        int hk = qb.cols / dk;
-        if (qb.cols % dk != 0 || hk < 1 || hv % hk != 0 || vb.cols != hv * dv || gb.cols != hv || vb.rows != n || gb.rows != n) {
-            throw new BackendException("gatedDeltaRule: q " + qb + ", k " + kb + ", v " + vb + ", decay " + gb + " against a state of "
-                    + hv + " value heads x " + dk + " x " + dv);
-        }
+        int hk = OpChecks.deltaRuleKeyHeads(qb, kb, vb, gb, bb, ob, s);
         for (CudaBuffer in : new CudaBuffer[] {qb, kb, vb}) {
             if (in.address < ob.address + ob.bytes() && ob.address < in.address + in.bytes()) {
                 throw new BackendException("gatedDeltaRule: out " + ob + " shares storage with q, k or v");
             }
         }
         device.bind();
+        OpChecks.continuesAt("gatedDeltaRule", "state", s.recurrentTokens, startPos);
         if (startPos == 0) {
             Cuda.check(cuMemsetD32Async(s.recurrent, 0, s.recurrentBytes() / 4, device.stream()), "cuMemsetD32Async", "resetting a GDN state");
-        } else if (startPos != s.recurrentTokens) {
-            throw new BackendException("gatedDeltaRule: the state holds " + s.recurrentTokens + " tokens, the call continues at position "
-                    + startPos + " (a linear-attention state cannot be rewound; start again at 0)");
         }
         if (n > 0) {
             int threads = 32;   // a warp of state columns per block, (dv / 32) blocks per value head
@@ -862,7 +852,7 @@ public final class CudaBackend implements Backend {
     }
 
     private static void sameShape(CudaBuffer a, CudaBuffer b) {
-        if (a.rows != b.rows || a.cols != b.cols) throw new BackendException("shape mismatch: " + a + " vs " + b);
+        OpChecks.sameShape(a, b);
     }
 
     @Override
