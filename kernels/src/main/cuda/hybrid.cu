@@ -21,6 +21,21 @@ extern "C" __global__ void copy_columns(const float* src, int srcCols, int first
     }
 }
 
+// The act-order input gather: out[r, j] = x[src, index[m * outCols + j]], 0 where the index is -1 (a
+// padding column). Plain matrices: m = 0, src = r. Experts (ids != null): m = ids[r] and
+// src = perSlot ? r : r / topK, so row r is slot r's input for its expert.
+extern "C" __global__ void gather_columns(const float* x, int inCols, const int* index, int outCols, int rows, const int* ids, int perSlot,
+                                          int topK, float* out) {
+    FOR_EACH(i, (i64) rows * outCols) {
+        i64 r = i / outCols;
+        int j = (int) (i % outCols);
+        i64 m = ids ? ids[r] : 0;
+        i64 src = ids ? (perSlot ? r : r / topK) : r;
+        int c = index[m * outCols + j];
+        out[i] = c < 0 ? 0.f : x[src * inCols + c];
+    }
+}
+
 // out = x * sigmoid(gate); out may alias x
 extern "C" __global__ void sigmoid_mul(const float* x, const float* gate, float* out, i64 n) {
     FOR_EACH(i, n) out[i] = x[i] * sigmoidf(gate[i]);

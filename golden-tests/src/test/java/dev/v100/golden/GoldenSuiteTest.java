@@ -65,10 +65,6 @@ class GoldenSuiteTest {
             Assumptions.abort(c.arch() + " has no CPU model yet (Gated-DeltaNet/MoE runtime: issue 6, second part)");
         }
         if (c.isW4A16() && !CPU_W4A16) Assumptions.abort("the CPU backend cannot run W4A16 weights yet (issue 5/6)");
-        if (c.format().contains("actorder")) {
-            // g_idx scattered over K (actorder "group"): needs an input-column gather the runtime does not have yet
-            Assumptions.abort("act-order checkpoints with scattered groups are refused by the converter for now (see the W4A16 notes in docs/FORMAT.md)");
-        }
         Path bundle = work.resolve(c.id() + "-" + l);
         // --fallback-dtype f32: the fp32 check isolates conversion + runtime from the F16 rounding the
         // default bundle applies to matrices a layout fix had to dequantize (docs/FORMAT.md)

@@ -101,9 +101,16 @@ public final class TensorDump {
         for (long d : s) n = Math.multiplyExact(n, d);
         float[] out = new float[Math.toIntExact(n)];
         if (t.dtype().equals(W4A16Layout.DTYPE)) {
-            long cols = s[s.length - 1];
-            W4A16Layout.Geometry g = new W4A16Layout.Geometry(n / cols, cols, ((Number) t.quant().get(W4A16Layout.QUANT_GROUP_SIZE)).intValue());
-            W4A16Layout.dequantizeRows(bytes, g, 0, Math.toIntExact(n / cols), out, 0);
+            long cols = s[s.length - 1], rows = n / cols;
+            int gs = ((Number) t.quant().get(W4A16Layout.QUANT_GROUP_SIZE)).intValue();
+            Object stored = t.quant().get(W4A16Layout.QUANT_STORED_COLUMNS);
+            if (stored instanceof Number k2) {   // act-order: stored columns back in input order
+                W4A16Layout.Geometry g = new W4A16Layout.Geometry(rows, k2.longValue(), gs);
+                long matrices = s.length >= 3 ? rows / s[s.length - 2] : 1;
+                return W4A16Layout.dequantizeIndexed(bytes, g, matrices, cols);
+            }
+            W4A16Layout.Geometry g = new W4A16Layout.Geometry(rows, cols, gs);
+            W4A16Layout.dequantizeRows(bytes, g, 0, Math.toIntExact(rows), out, 0);
         } else {
             GgmlType type = GgmlType.byName(t.dtype());
             new MappedTensor(type, s, bytes).rowsToFloat(0, n / s[s.length - 1], out, 0);

@@ -63,6 +63,8 @@ public final class W4A16Tensor implements LayoutTensor {
         W4A16Source inner = source;
         return new W4A16Tensor(name, new RowsView(source.rows(), source.cols(), source.maxGroupSize()) {
             @Override Located locate(long row) { return new Located(inner, sourceRow.applyAsLong(row)); }
+
+            @Override List<W4A16Source> sources() { return List.of(inner); }
         }, shape);
     }
 
@@ -103,6 +105,8 @@ public final class W4A16Tensor implements LayoutTensor {
                 while (i + 1 < starts.length - 1 && starts[i + 1] == row) i++;   // skip empty parts
                 return new Located(parts.get(i).source, row - starts[i]);
             }
+
+            @Override List<W4A16Source> sources() { return parts.stream().map(t -> t.source).toList(); }
         };
     }
 
@@ -122,15 +126,36 @@ public final class W4A16Tensor implements LayoutTensor {
 
         abstract Located locate(long row);
 
+        /** The distinct sources this view reads. */
+        abstract List<W4A16Source> sources();
+
         @Override public long rows() { return rows; }
 
         @Override public long cols() { return cols; }
 
         @Override public int maxGroupSize() { return maxGroup; }
 
+        @Override public boolean scattered() { return sources().stream().anyMatch(W4A16Source::scattered); }
+
+        @Override
+        public int[] columnGroups(long row) {
+            Located l = locate(row);
+            return l.source.columnGroups(l.row);
+        }
+
         @Override
         public void read(long row0, int nRows, byte[] codes, short[] scales, byte[] zeros) {
-            int k = Math.toIntExact(cols), runs = k / RUN;
+            readRuns(row0, nRows, codes, scales, zeros, Math.toIntExact(cols) / RUN, false);
+        }
+
+        @Override
+        public void readColumns(long row0, int nRows, byte[] codes, short[] scales, byte[] zeros) {
+            readRuns(row0, nRows, codes, scales, zeros, Math.toIntExact(cols), true);
+        }
+
+        /** Reads runs of consecutive inner rows at once; pairs per row: {@code runs} (per 32 columns, or per column). */
+        private void readRuns(long row0, int nRows, byte[] codes, short[] scales, byte[] zeros, int runs, boolean perColumn) {
+            int k = Math.toIntExact(cols);
             int i = 0;
             while (i < nRows) {
                 Located first = locate(row0 + i);
@@ -143,7 +168,8 @@ public final class W4A16Tensor implements LayoutTensor {
                 byte[] c = new byte[n * k];
                 short[] s = new short[n * runs];
                 byte[] z = new byte[n * runs];
-                first.source.read(first.row, n, c, s, z);
+                if (perColumn) first.source.readColumns(first.row, n, c, s, z);
+                else first.source.read(first.row, n, c, s, z);
                 System.arraycopy(c, 0, codes, i * k, n * k);
                 System.arraycopy(s, 0, scales, i * runs, n * runs);
                 System.arraycopy(z, 0, zeros, i * runs, n * runs);
@@ -160,22 +186,16 @@ public final class W4A16Tensor implements LayoutTensor {
 
     @Override
     public void rowsToFloat(long row0, long nRows, float[] dst, int dstOffset) {
-        int k = Math.toIntExact(source.cols()), runs = k / RUN;
+        int k = Math.toIntExact(source.cols());
         int chunk = chunkRows();
         byte[] codes = new byte[chunk * k];
-        short[] s = new short[chunk * runs];
-        byte[] z = new byte[chunk * runs];
+        short[] s = new short[chunk * k];
+        byte[] z = new byte[chunk * k];
         for (long r = 0; r < nRows; r += chunk) {
             int n = (int) Math.min(chunk, nRows - r);
-            source.read(row0 + r, n, codes, s, z);
-            for (int i = 0; i < n; i++) {
-                int o = dstOffset + Math.toIntExact((r + i) * k);
-                for (int j = 0; j < runs; j++) {
-                    float scale = Float.float16ToFloat(s[i * runs + j]);
-                    int zero = z[i * runs + j] & 0xFF;
-                    for (int c = j * RUN; c < (j + 1) * RUN; c++) dst[o + c] = ((codes[i * k + c] & 0xFF) - zero) * scale;
-                }
-            }
+            source.readColumns(row0 + r, n, codes, s, z);
+            int o = dstOffset + Math.toIntExact(r * k);
+            for (int i = 0; i < n * k; i++) dst[o + i] = ((codes[i] & 0xFF) - (z[i] & 0xFF)) * Float.float16ToFloat(s[i]);
         }
     }
 
@@ -202,14 +222,120 @@ public final class W4A16Tensor implements LayoutTensor {
      * What one rank stores: runs of whole rows, and the K ranges of each row.
      *
      * @param rowRuns {start, count} of global rows, in stored order
+     * @param cols    the part's input columns (the K ranges' total)
+     * @param index   act-order parts: [matrices, storedCols] input column of each stored column, -1 for
+     *                padding; null when the stored columns are the K ranges in order
+     * @param storedCols K' (cols when index is null)
      */
-    private record Part(List<long[]> rowRuns, long rows, List<BundleManifest.Range> colRanges, long cols, int groupSize) implements Cut {
+    private record Part(List<long[]> rowRuns, long rows, List<BundleManifest.Range> colRanges, long cols, int groupSize,
+                        int[] index, long storedCols) implements Cut {
+        Part(List<long[]> rowRuns, long rows, List<BundleManifest.Range> colRanges, long cols, int groupSize) {
+            this(rowRuns, rows, colRanges, cols, groupSize, null, cols);
+        }
+
         W4A16Layout.Geometry geometry() {
-            return new W4A16Layout.Geometry(rows, cols, groupSize);
+            return new W4A16Layout.Geometry(rows, storedCols, groupSize);
+        }
+
+        long matrices() {
+            return index == null ? 0 : index.length / storedCols;
+        }
+
+        long totalBytes() {
+            return index == null ? geometry().totalBytes() : W4A16Layout.indexedBytes(geometry(), matrices());
         }
     }
 
+    private final Map<BundleManifest.Slice, Cut> cuts = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final BundleManifest.Slice WHOLE = new BundleManifest.Slice(-1, List.of());
+
     private Cut cut(BundleManifest.Slice slice, String tensorName, int tp) {
+        if (!source.scattered()) return plainCut(slice, tensorName, tp);
+        Cut c = cuts.computeIfAbsent(slice == null ? WHOLE : slice, s -> indexedCut(slice, tensorName));
+        return c;
+    }
+
+    /**
+     * The cut of an act-order tensor: rows as for any cut, and each stored matrix's input columns sorted
+     * by source group (stable), each group padded with zero-weight columns to a multiple of the group
+     * size, every matrix padded to the longest. Any K range works (padding absorbs group remainders), so
+     * a row-parallel cut needs no group alignment; the group size is the one that stores the fewest columns.
+     */
+    private Cut indexedCut(BundleManifest.Slice slice, String tensorName) {
+        Part rowsAndCols = (Part) plainCut(slice == null || slice.dim() < shape.length - 1 ? slice : null, tensorName, 0);
+        int last = shape.length - 1;
+        List<BundleManifest.Range> colRanges = slice != null && slice.dim() == last ? slice.ranges() : rowsAndCols.colRanges();
+        int kLocal = Math.toIntExact(colRanges.stream().mapToLong(BundleManifest.Range::length).sum());
+        int[] srcCol = new int[kLocal];
+        int p = 0;
+        for (BundleManifest.Range rg : colRanges) for (long c = rg.start(); c < rg.start() + rg.length(); c++) srcCol[p++] = (int) c;
+        long n = shape[last - 1];
+        long nLocal = slice != null && slice.dim() == last - 1 ? slice.ranges().stream().mapToLong(BundleManifest.Range::length).sum() : n;
+        int matrices = Math.toIntExact(nLocal == 0 ? 0 : rowsAndCols.rows() / nLocal);
+        // the column groups of each stored matrix; every row of a matrix must share them
+        int[][] groups = new int[matrices][];
+        long stored = 0;
+        for (long[] run : rowsAndCols.rowRuns()) {
+            for (long r = run[0]; r < run[0] + run[1]; r++, stored++) {
+                int m = (int) (stored / nLocal);
+                int[] g = source.columnGroups(r);
+                if (groups[m] == null) {
+                    groups[m] = g;
+                } else if (g != groups[m] && !Arrays.equals(g, groups[m])) {
+                    return new Refused(tensorName + ": row " + r + " comes from an act-order source whose column groups (g_idx) differ from those"
+                            + " of the other rows of its matrix; a fused " + W4A16Layout.DTYPE + " weight needs one input order for all its rows"
+                            + " (store the projections unfused, or quantize them with one g_idx)");
+                }
+            }
+        }
+        // per matrix: local columns sorted by (group, position); per group size, the padded width
+        long[][] sorted = new long[matrices][];
+        for (int m = 0; m < matrices; m++) {
+            long[] keys = new long[kLocal];
+            for (int i = 0; i < kLocal; i++) keys[i] = ((long) groups[m][srcCol[i]] << 32) | i;
+            Arrays.sort(keys);
+            sorted[m] = keys;
+        }
+        int bestG = 0;
+        long bestCols = Long.MAX_VALUE;
+        for (int g : W4A16Layout.GROUP_SIZES) {
+            long width = 0;
+            for (long[] keys : sorted) width = Math.max(width, paddedWidth(keys, g));
+            if (width <= bestCols) {   // GROUP_SIZES ascend: ties go to the larger group
+                bestCols = width;
+                bestG = g;
+            }
+        }
+        if (matrices == 0) bestCols = 0;
+        int k2 = Math.toIntExact(bestCols);
+        int[] index = new int[matrices * k2];
+        Arrays.fill(index, -1);
+        for (int m = 0; m < matrices; m++) {
+            long[] keys = sorted[m];
+            int j = 0;
+            for (int i = 0; i < keys.length; i++) {
+                index[m * k2 + j++] = (int) keys[i];
+                boolean groupEnds = i + 1 == keys.length || keys[i + 1] >>> 32 != keys[i] >>> 32;
+                if (groupEnds) j = (j + bestG - 1) / bestG * bestG;
+            }
+        }
+        return new Part(rowsAndCols.rowRuns(), rowsAndCols.rows(), colRanges, kLocal, bestG, index, k2);
+    }
+
+    /** Columns of one matrix with each group's run padded to a multiple of g. */
+    private static long paddedWidth(long[] sortedKeys, int g) {
+        long width = 0, run = 0;
+        for (int i = 0; i < sortedKeys.length; i++) {
+            run++;
+            if (i + 1 == sortedKeys.length || sortedKeys[i + 1] >>> 32 != sortedKeys[i] >>> 32) {
+                width += (run + g - 1) / g * g;
+                run = 0;
+            }
+        }
+        return width;
+    }
+
+    private Cut plainCut(BundleManifest.Slice slice, String tensorName, int tp) {
         long k = source.cols();
         int last = shape.length - 1;
         if (slice == null) return new Part(List.<long[]>of(new long[] {0, source.rows()}), source.rows(), List.of(new BundleManifest.Range(0, k)), k, maxGroupSize());
@@ -252,18 +378,21 @@ public final class W4A16Tensor implements LayoutTensor {
     @Override
     public Map<String, Object> quant(BundleManifest.Slice slice) {
         Map<String, Object> q = new LinkedHashMap<>();
-        q.put(W4A16Layout.QUANT_GROUP_SIZE, part(slice).groupSize());
+        Part p = part(slice);
+        q.put(W4A16Layout.QUANT_GROUP_SIZE, p.groupSize());
+        if (p.index() != null) q.put(W4A16Layout.QUANT_STORED_COLUMNS, p.storedCols());
         return q;
     }
 
     @Override
     public long storedBytes(BundleManifest.Slice slice) {
-        return part(slice).geometry().totalBytes();
+        return part(slice).totalBytes();
     }
 
     @Override
     public long copySlice(BundleManifest.Slice slice, MemorySegment dst, long offsetBytes, LongConsumer progress) {
         Part p = part(slice);
+        if (p.index() != null) return copyIndexed(p, dst, offsetBytes, progress);
         W4A16Layout.Geometry geo = p.geometry();
         int k = Math.toIntExact(source.cols()), runs = k / RUN;
         int chunk = chunkRows();
@@ -298,12 +427,65 @@ public final class W4A16Tensor implements LayoutTensor {
         return geo.totalBytes();
     }
 
+    /** An act-order part: each stored row's columns gathered through the index, padding at its group's zero point. */
+    private long copyIndexed(Part p, MemorySegment dst, long offsetBytes, LongConsumer progress) {
+        W4A16Layout.Geometry geo = p.geometry();
+        int k = Math.toIntExact(source.cols()), k2 = Math.toIntExact(p.storedCols()), gs = p.groupSize();
+        int[] srcCol = new int[Math.toIntExact(p.cols())];
+        int q = 0;
+        for (BundleManifest.Range rg : p.colRanges()) for (long c = rg.start(); c < rg.start() + rg.length(); c++) srcCol[q++] = (int) c;
+        long perMatrix = p.rows() / Math.max(1, p.matrices());
+        int chunk = chunkRows();
+        byte[] codes = new byte[chunk * k];
+        short[] s = new short[chunk * k];
+        byte[] z = new byte[chunk * k];
+        byte[] row = new byte[k2];
+        long outRow = 0;
+        for (long[] run : p.rowRuns()) {
+            for (long r0 = run[0]; r0 < run[0] + run[1]; r0 += chunk) {
+                int n = (int) Math.min(chunk, run[0] + run[1] - r0);
+                source.readColumns(r0, n, codes, s, z);
+                for (int i = 0; i < n; i++) {
+                    long stored = outRow + i;
+                    int base = Math.toIntExact(stored / perMatrix * k2);
+                    for (int g0 = 0; g0 < k2; g0 += gs) {
+                        int first = -1;
+                        for (int j = g0; j < g0 + gs && first < 0; j++) if (p.index()[base + j] >= 0) first = i * k + srcCol[p.index()[base + j]];
+                        short scale = first < 0 ? 0 : s[first];
+                        byte zero = first < 0 ? 0 : z[first];
+                        for (int j = g0; j < g0 + gs; j++) {
+                            int in = p.index()[base + j];
+                            if (in < 0) {
+                                row[j] = zero;
+                                continue;
+                            }
+                            int c = i * k + srcCol[in];
+                            if (s[c] != scale || z[c] != zero) {
+                                throw new IllegalStateException(name + ": stored row " + stored + " mixes (scale, zero) pairs in its group at column " + g0);
+                            }
+                            row[j] = codes[c];
+                        }
+                        W4A16Layout.putGroup(geo, dst, offsetBytes, stored, g0 / gs, scale, zero);
+                    }
+                    W4A16Layout.packCodes(row, 0, k2, dst, offsetBytes + stored * geo.rowBytes());
+                }
+                outRow += n;
+                progress.accept(n * geo.rowBytes());
+            }
+        }
+        W4A16Layout.clearPadding(geo, dst, offsetBytes);
+        W4A16Layout.putIndex(geo, p.index(), dst, offsetBytes);
+        progress.accept(p.totalBytes() - geo.weightBytes());
+        return p.totalBytes();
+    }
+
     private int chunkRows() {
         return (int) Math.max(1, Math.min(source.rows(), CHUNK_CODES / source.cols()));
     }
 
     @Override
     public String describe() {
-        return W4A16Layout.DTYPE + " " + Arrays.toString(shape) + " (groups up to " + maxGroupSize() + ")";
+        return W4A16Layout.DTYPE + " " + Arrays.toString(shape) + (source.scattered() ? " (act-order: columns sorted by group, input index)"
+                : " (groups up to " + maxGroupSize() + ")");
     }
 }

@@ -58,9 +58,18 @@ final class W4A16Parts {
             for (int i = 0; i < last; i++) pr *= p.storedShape()[i];
             int g = groupSize(p.quant());
             groups.add(g);
-            W4A16Layout.Geometry geo = new W4A16Layout.Geometry(pr, p.storedShape()[last], g);
-            assertEquals(geo.totalBytes(), p.bytes().byteSize(), "stored bytes of a part of " + Arrays.toString(p.storedShape()));
-            float[] v = W4A16Layout.dequantize(p.bytes(), geo);
+            float[] v;
+            Object stored = p.quant().get(W4A16Layout.QUANT_STORED_COLUMNS);
+            if (stored != null) {   // act-order: K' stored columns and an input index, read back in input order
+                W4A16Layout.Geometry geo = new W4A16Layout.Geometry(pr, ((Number) stored).longValue(), g);
+                long matrices = last >= 2 ? pr / p.storedShape()[last - 1] : 1;
+                assertEquals(W4A16Layout.indexedBytes(geo, matrices), p.bytes().byteSize(), "stored bytes of an act-order part of " + Arrays.toString(p.storedShape()));
+                v = W4A16Layout.dequantizeIndexed(p.bytes(), geo, matrices, p.storedShape()[last]);
+            } else {
+                W4A16Layout.Geometry geo = new W4A16Layout.Geometry(pr, p.storedShape()[last], g);
+                assertEquals(geo.totalBytes(), p.bytes().byteSize(), "stored bytes of a part of " + Arrays.toString(p.storedShape()));
+                v = W4A16Layout.dequantize(p.bytes(), geo);
+            }
             BundleManifest.Slice s = p.slice();
             if (s == null) {
                 place(full, covered, v, 0, 0, rows, k, 0, k, k);

@@ -12,6 +12,7 @@ import dev.v100.formats.w4a16.IntQuantMatrix;
 import dev.v100.formats.w4a16.QuantMatrices;
 import dev.v100.formats.w4a16.QuantMatrices.GroupOrder;
 import dev.v100.formats.w4a16.ResolvedLinear;
+import dev.v100.formats.w4a16.W4A16Layout;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
@@ -23,6 +24,7 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.*;
@@ -103,6 +105,71 @@ class W4A16TensorTest {
             assertTrue(kCut || ruleForbids, c + " refused: " + e.getMessage());
             if (kCut && c.k() % c.tp() == 0) assertTrue(e.getMessage().contains("splits W4A16 groups"), e.getMessage());
         }
+    }
+
+    record ActOrderCase(int experts, int n, int k, int group, int ruleKind, int tp, boolean symmetric, long seed) {}
+
+    @Provide
+    Arbitrary<ActOrderCase> actOrderCases() {
+        return Combinators.combine(Arbitraries.integers().between(0, 3), Arbitraries.integers().between(1, 4), Arbitraries.integers().between(1, 8),
+                Arbitraries.of(32, 64, 128, -1), Arbitraries.integers().between(0, 1), Arbitraries.of(1, 2, 4), Arbitraries.of(true, false),
+                Arbitraries.longs()).as((e, n8, k32, g, rule, tp, sym, seed) -> {
+            int k = 32 * k32;
+            return new ActOrderCase(e, 8 * n8, k, g == -1 ? k : Math.min(g, k), rule, tp, sym, seed);
+        });
+    }
+
+    /**
+     * Act-order (g_idx scattering every group over K, a different permutation per expert): every cut,
+     * column-parallel or row-parallel at any tp (no group alignment needed), stores parts whose
+     * gathered dequantization equals the source exactly; whole tensors store K' = K (no padding) when
+     * each group's size is a multiple of 32.
+     */
+    @Property(tries = 120)
+    void actOrderStoresSortedColumnsAndAnIndexThatReassembleExactly(@ForAll("actOrderCases") ActOrderCase c) {
+        Random rnd = new Random(c.seed());
+        String name = c.experts() == 0 ? "blk.0.attn_output.weight" : "blk.0.ffn_down_exps.weight";
+        List<IntQuantMatrix> ms = new ArrayList<>();
+        List<W4A16Tensor> ts = new ArrayList<>();
+        for (int e = 0; e < Math.max(1, c.experts()); e++) {
+            ms.add(matrix(rnd, c.n(), c.k(), c.group(), GroupOrder.SCATTERED, c.symmetric()));
+            ts.add(W4A16Tensor.of(name, ResolvedLinear.of(name, ms.get(e), c.symmetric())));
+        }
+        W4A16Tensor t = c.experts() == 0 ? ts.getFirst() : W4A16Tensor.stack(name, ts);
+        float[] want = new float[ms.size() * c.n() * c.k()];
+        for (int e = 0; e < ms.size(); e++) System.arraycopy(ms.get(e).dequantize(), 0, want, e * c.n() * c.k(), c.n() * c.k());
+        boolean scattered = t.source().scattered();
+        assertNull(W4A16Parts.firstDifference(want, values(t), c.k()), "the float view of " + c);
+        int last = t.shape().length - 1;
+        ShardRule rule = new ShardRule.Split(c.ruleKind() == 0 ? last - 1 : last, 1);
+        TensorSpec spec = TensorSpec.layer(name, 0, t.shape(), rule);
+        try {
+            String diff = W4A16Parts.firstDifference(want, cutAndReassemble(spec, t, c.tp()), c.k());
+            assertNull(diff, c + ": " + diff);
+        } catch (ShardPlanException e) {
+            // only a source whose g_idx happens to keep whole runs (one group) keeps the 32-column grid rule
+            assertTrue(!scattered && c.ruleKind() == 1 && (c.k() / c.tp()) % 32 != 0, c + " refused: " + e.getMessage());
+        }
+        Map<String, Object> whole = t.quant(null);
+        if (scattered) {
+            long stored = ((Number) whole.get(W4A16Layout.QUANT_STORED_COLUMNS)).longValue();
+            if (c.group() % 32 == 0 && c.k() % c.group() == 0) assertEquals(c.k(), stored, "whole groups of 32 need no padding: " + c);
+            assertTrue(stored >= c.k() && stored % (Integer) whole.get(W4A16Layout.QUANT_GROUP_SIZE) == 0, c + ": " + whole);
+        } else {
+            assertNull(whole.get(W4A16Layout.QUANT_STORED_COLUMNS), "a source whose runs are whole groups keeps K in order");
+        }
+    }
+
+    @Test
+    void fusingActOrderRowsWithDifferentColumnOrdersIsRefused() {
+        Random rnd = new Random(5);
+        W4A16Tensor q = tensor("blk.0.attn_q.weight", matrix(rnd, 8, 128, 32, GroupOrder.SCATTERED));
+        W4A16Tensor k = tensor("blk.0.attn_k.weight", matrix(rnd, 8, 128, 32, GroupOrder.SCATTERED));
+        W4A16Tensor fused = W4A16Tensor.concatRows("blk.0.attn_qk.weight", List.of(q, k));
+        java.util.Optional<String> problem = fused.cutProblem("blk.0.attn_qk.weight", null, 1);
+        assertTrue(problem.isPresent() && problem.get().contains("blk.0.attn_qk.weight") && problem.get().contains("g_idx"), problem.toString());
+        W4A16Tensor same = W4A16Tensor.concatRows("blk.0.attn_qq.weight", List.of(q, q));
+        assertTrue(same.cutProblem("blk.0.attn_qq.weight", null, 1).isEmpty(), "rows sharing one g_idx fuse");
     }
 
     @Property(tries = 60)

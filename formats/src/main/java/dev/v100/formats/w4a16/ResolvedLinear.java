@@ -5,13 +5,13 @@ import dev.v100.formats.ModelFormatException;
 /**
  * A source linear resolved into {@link W4A16Source} terms, exactly or not at all.
  *
- * <p>Act-order: the layout keeps the source's column (K) order, because permuting K would need the
- * activations permuted too, which the runtime cannot do for free. So every aligned run of 32 input
- * columns must use one group of the source: {@code g_idx} constant on each run (any labels, any
- * order of runs). That holds without act-order ({@code k / groupSize}), for GPTQ {@code desc_act}
- * with {@code static_groups} and for whole-group reorderings; a classic {@code desc_act} /
- * actorder "group" g_idx, which scatters each group's columns over K, is refused, naming the first
- * run that mixes groups. Dequantize-and-requantize would not be exact, and is never done.
+ * <p>Act-order: when every aligned run of 32 input columns uses one group of the source ({@code g_idx}
+ * constant on each run: no act-order, GPTQ {@code desc_act} with {@code static_groups}, whole-group
+ * reorderings), the source is read per run and stored in its own column order. A classic
+ * {@code desc_act} / actorder "group" {@code g_idx}, which scatters each group's columns over K, makes
+ * a {@link #scattered()} source: read per column, and stored with its columns sorted by group and an
+ * input index (W4A16Tensor), so the runtime gathers the activations instead of ever seeing g_idx.
+ * Dequantize-and-requantize would not be exact, and is never done.
  *
  * <p>Scales must be exactly representable in fp16 (fp16 sources always are; bf16/f32 sources are
  * checked value by value); zero points must fit a byte; a symmetric scheme's zeros must all be 8,
@@ -19,12 +19,14 @@ import dev.v100.formats.ModelFormatException;
  */
 public final class ResolvedLinear implements W4A16Source {
     private final PackedLinear src;
-    private final long[] runGroup;  // [cols/32] the source group of each run of 32 columns
+    private final long[] runGroup;    // [cols/32] the source group of each run of 32 columns; null when scattered
+    private final int[] columnGroup;  // [cols] the source group of each column
     private final int maxGroupSize;
 
-    private ResolvedLinear(PackedLinear src, long[] runGroup, int maxGroupSize) {
+    private ResolvedLinear(PackedLinear src, long[] runGroup, int[] columnGroup, int maxGroupSize) {
         this.src = src;
         this.runGroup = runGroup;
+        this.columnGroup = columnGroup;
         this.maxGroupSize = maxGroupSize;
     }
 
@@ -43,26 +45,37 @@ public final class ResolvedLinear implements W4A16Source {
             throw new ModelFormatException(name + ": " + k + " input columns is not a multiple of " + W4A16Layout.MIN_GROUP_SIZE
                     + ", the smallest " + W4A16Layout.DTYPE + " group");
         }
+        if (src.groups() > Integer.MAX_VALUE) throw new ModelFormatException(name + ": " + src.groups() + " groups per row");
+        int[] columnGroup = new int[Math.toIntExact(k)];
+        for (int c = 0; c < columnGroup.length; c++) {
+            long g = src.groupOf(c);
+            if (g < 0 || g >= src.groups()) {
+                throw new ModelFormatException(name + ": input column " + c + " is in group " + g + ", outside 0.." + (src.groups() - 1));
+            }
+            columnGroup[c] = (int) g;
+        }
         int runs = Math.toIntExact(k / W4A16Layout.MIN_GROUP_SIZE);
         long[] runGroup = new long[runs];
-        for (int j = 0; j < runs; j++) {
-            long c0 = (long) j * W4A16Layout.MIN_GROUP_SIZE;
-            long g = src.groupOf(c0);
-            for (long c = c0 + 1; c < c0 + W4A16Layout.MIN_GROUP_SIZE; c++) {
-                if (src.groupOf(c) != g) {
-                    throw new ModelFormatException(name + ": input columns " + c0 + ".." + (c0 + W4A16Layout.MIN_GROUP_SIZE - 1)
-                            + " belong to groups " + g + " and " + src.groupOf(c) + " (column " + c + "); " + W4A16Layout.DTYPE
-                            + " keeps K in source order and needs every aligned run of " + W4A16Layout.MIN_GROUP_SIZE
-                            + " columns in one group. Act-order (desc_act / actorder \"group\") checkpoints whose groups are scattered over K"
-                            + " cannot be stored exactly; quantize with static groups (or without act-order)");
+        for (int j = 0; j < runs && runGroup != null; j++) {
+            int c0 = j * W4A16Layout.MIN_GROUP_SIZE;
+            for (int c = c0 + 1; c < c0 + W4A16Layout.MIN_GROUP_SIZE; c++) {
+                if (columnGroup[c] != columnGroup[c0]) {
+                    runGroup = null;   // act-order with scattered groups
+                    break;
                 }
             }
-            runGroup[j] = g;
+            if (runGroup != null) runGroup[j] = columnGroup[c0];
         }
         int max = W4A16Layout.MIN_GROUP_SIZE;
-        for (int g : W4A16Layout.GROUP_SIZES) if (g > max && k % g == 0 && constantOver(runGroup, g / W4A16Layout.MIN_GROUP_SIZE)) max = g;
+        if (runGroup != null) {
+            for (int g : W4A16Layout.GROUP_SIZES) if (g > max && k % g == 0 && constantOver(runGroup, g / W4A16Layout.MIN_GROUP_SIZE)) max = g;
+        } else {
+            long[] count = new long[Math.toIntExact(src.groups())];
+            for (int g : columnGroup) count[g]++;
+            for (int g : W4A16Layout.GROUP_SIZES) if (g > max && java.util.Arrays.stream(count).allMatch(c -> c % g == 0)) max = g;
+        }
         check(name, src, symmetric);
-        return new ResolvedLinear(src, runGroup, max);
+        return new ResolvedLinear(src, runGroup, columnGroup, max);
     }
 
     private static boolean constantOver(long[] runGroup, int step) {
@@ -94,8 +107,9 @@ public final class ResolvedLinear implements W4A16Source {
         }
     }
 
-    /** The source group of each aligned run of 32 columns. */
+    /** The source group of each aligned run of 32 columns (not for a scattered source). */
     public long runGroup(int run) {
+        if (runGroup == null) throw new IllegalStateException("act-order source: its groups are scattered over K, not per run");
         return runGroup[run];
     }
 
@@ -105,8 +119,14 @@ public final class ResolvedLinear implements W4A16Source {
 
     @Override public int maxGroupSize() { return maxGroupSize; }
 
+    @Override public boolean scattered() { return runGroup == null; }
+
+    /** The source's own groups (g_idx, or col / groupSize); the same array on every call. */
+    @Override public int[] columnGroups(long row) { return columnGroup; }
+
     @Override
     public void read(long row0, int nRows, byte[] codes, short[] scales, byte[] zeros) {
+        if (runGroup == null) throw new IllegalStateException("act-order source: its groups are scattered over K; read it with readColumns");
         src.readCodes(row0, nRows, codes);
         int runs = runGroup.length;
         for (int r = 0; r < nRows; r++) {
@@ -122,6 +142,24 @@ public final class ResolvedLinear implements W4A16Source {
                 }
                 scales[r * runs + j] = s;
                 zeros[r * runs + j] = z;
+            }
+        }
+    }
+
+    @Override
+    public void readColumns(long row0, int nRows, byte[] codes, short[] scales, byte[] zeros) {
+        src.readCodes(row0, nRows, codes);
+        int k = columnGroup.length, groups = Math.toIntExact(src.groups());
+        short[] gs = new short[groups];
+        byte[] gz = new byte[groups];
+        for (int r = 0; r < nRows; r++) {
+            for (int g = 0; g < groups; g++) {
+                gs[g] = Float.floatToFloat16(src.scale(row0 + r, g));
+                gz[g] = (byte) src.zero(row0 + r, g);
+            }
+            for (int c = 0; c < k; c++) {
+                scales[r * k + c] = gs[columnGroup[c]];
+                zeros[r * k + c] = gz[columnGroup[c]];
             }
         }
     }

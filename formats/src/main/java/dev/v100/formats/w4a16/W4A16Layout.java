@@ -19,7 +19,14 @@ import java.util.List;
  * </pre>
  *
  * and {@code w[r, k] = (q[r, k] - zero[r, k/g]) * scale[r, k/g]}, exact in fp32 (a 5-bit integer
- * times an 11-bit significand). The nibble order pairs columns (2i, 2i+1) in nibbles (i, i+4), so
+ * times an 11-bit significand).
+ *
+ * <p><b>Act-order parts</b> (manifest {@code quant.storedColumns} present): the stored columns K' are
+ * the part's input columns reordered so that each source group is contiguous, padded per group to a
+ * multiple of the group size. After the zeros section (at {@link #indexOffset}) an input index, int32
+ * little-endian [M, K'] with M the matrices of the part (experts, or 1), says which input column
+ * each stored column multiplies: {@code y[r] = sum_j w[r, j] * x[index[m, j]]}, or -1 for a padding
+ * column, whose code is its group's zero point (weight exactly 0) and which reads no input. The nibble order pairs columns (2i, 2i+1) in nibbles (i, i+4), so
  * {@code lop3(word >> 4i, 0x000F000F, 0x64006400)} gives the half2 (1024 + q[2i], 1024 + q[2i+1]):
  * the fp16 magic-number conversion, matching half2 activations (x[2i], x[2i+1]).
  */
@@ -27,6 +34,8 @@ public final class W4A16Layout {
     public static final String DTYPE = "W4A16";
     /** Manifest {@code quant} key: columns per (scale, zero) group of the stored part. */
     public static final String QUANT_GROUP_SIZE = "groupSize";
+    /** Manifest {@code quant} key of act-order parts: K', the stored columns, gathered from the input through the index. */
+    public static final String QUANT_STORED_COLUMNS = "storedColumns";
     /** Group sizes the layout (and its kernels) support; K must be a multiple of the group size. */
     public static final List<Integer> GROUP_SIZES = List.of(32, 64, 128);
     public static final int MIN_GROUP_SIZE = 32;
@@ -39,6 +48,7 @@ public final class W4A16Layout {
     public static final int[] COLUMN_OF_NIBBLE = {0, 2, 4, 6, 1, 3, 5, 7};
 
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt I32 = U32;
     private static final ValueLayout.OfShort F16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private W4A16Layout() {}
@@ -69,6 +79,73 @@ public final class W4A16Layout {
         public long zerosOffset() { return align(scalesOffset() + 2 * rows * groups()); }
 
         public long totalBytes() { return align(zerosOffset() + rows * groups()); }
+    }
+
+    /** Where the input index of an act-order part starts: after the (aligned) zeros section. */
+    public static long indexOffset(Geometry g) {
+        return g.totalBytes();
+    }
+
+    /** Bytes of an act-order part of {@code matrices} matrices: the three sections, then the index [matrices, K']. */
+    public static long indexedBytes(Geometry g, long matrices) {
+        return g.totalBytes() + align(4 * matrices * g.cols());
+    }
+
+    /** Writes index [matrices, K'] (and zeroes its padding) of the part at dst[offsetBytes..]. */
+    public static void putIndex(Geometry g, int[] index, MemorySegment dst, long offsetBytes) {
+        long at = offsetBytes + indexOffset(g);
+        for (int i = 0; i < index.length; i++) dst.set(I32, at + 4L * i, index[i]);
+        long end = offsetBytes + indexedBytes(g, index.length / Math.max(1, g.cols()));
+        dst.asSlice(at + 4L * index.length, end - at - 4L * index.length).fill((byte) 0);
+    }
+
+    /**
+     * The input index of an act-order part, checked: every entry is -1 or an input column below
+     * {@code inputCols}, and each matrix uses every input column exactly once.
+     *
+     * @throws IllegalArgumentException naming the first bad entry
+     */
+    public static int[] readIndex(MemorySegment blob, Geometry g, long matrices, long inputCols) {
+        if (blob.byteSize() < indexedBytes(g, matrices)) {
+            throw new IllegalArgumentException("W4A16 act-order part " + g + " of " + matrices + " matrices needs " + indexedBytes(g, matrices)
+                    + " bytes, the blob holds " + blob.byteSize());
+        }
+        int k = Math.toIntExact(g.cols()), in = Math.toIntExact(inputCols);
+        int[] index = new int[Math.toIntExact(matrices * k)];
+        for (int m = 0; m < matrices; m++) {
+            boolean[] seen = new boolean[in];
+            for (int j = 0; j < k; j++) {
+                int c = blob.get(I32, indexOffset(g) + 4L * ((long) m * k + j));
+                if (c < -1 || c >= in || (c >= 0 && seen[c])) {
+                    throw new IllegalArgumentException("W4A16 input index of matrix " + m + ", stored column " + j + " is " + c
+                            + (c >= 0 && c < in ? ", used twice" : ", outside -1.." + (in - 1)));
+                }
+                if (c >= 0) seen[c] = true;
+                index[m * k + j] = c;
+            }
+            for (int c = 0; c < in; c++) {
+                if (!seen[c]) throw new IllegalArgumentException("W4A16 input index of matrix " + m + " never reads input column " + c);
+            }
+        }
+        return index;
+    }
+
+    /**
+     * An act-order part dequantized in input order, [rows, inputCols]: row r of matrix m = r / (rows / M)
+     * gets stored column j at input column index[m, j] (padding columns dropped). Exact, like {@link #dequantize}.
+     */
+    public static float[] dequantizeIndexed(MemorySegment blob, Geometry g, long matrices, long inputCols) {
+        int[] index = readIndex(blob, g, matrices, inputCols);
+        int rows = Math.toIntExact(g.rows()), k = Math.toIntExact(g.cols()), in = Math.toIntExact(inputCols);
+        int perMatrix = Math.toIntExact(g.rows() / matrices);
+        float[] stored = new float[k];
+        float[] out = new float[Math.toIntExact((long) rows * in)];
+        for (int r = 0; r < rows; r++) {
+            dequantizeRows(blob, g, r, 1, stored, 0);
+            int base = r / perMatrix * k;
+            for (int j = 0; j < k; j++) if (index[base + j] >= 0) out[r * in + index[base + j]] = stored[j];
+        }
+        return out;
     }
 
     public static long align(long bytes) {

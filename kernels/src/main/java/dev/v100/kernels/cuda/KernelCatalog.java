@@ -103,7 +103,7 @@ public final class KernelCatalog {
         add("logits", "argmax_rows", ew, 0);
         for (String t : allWeightSuffixes()) add("gemv", "expert_gemv_" + t, GEMV_THREADS, 0);
         for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates", "gated_delta_rule",
-                "moe_route", "moe_combine", "sigmoid_gate_rows")) {
+                "moe_route", "moe_combine", "sigmoid_gate_rows", "gather_columns")) {
             add("hybrid", k, ew, 0);
         }
     }

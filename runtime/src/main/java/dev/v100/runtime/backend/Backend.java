@@ -65,6 +65,17 @@ public interface Backend extends AutoCloseable {
      * @param blob  the stored bytes (weights | scales | zeros), mapped from the bundle
      */
     default Weight weightW4A16(String name, long[] shape, int groupSize, MemorySegment blob) {
+        return weightW4A16(name, shape, groupSize, 0, blob);
+    }
+
+    /**
+     * A W4A16 weight, possibly an act-order part (docs/FORMAT.md): its {@code storedColumns} K' gather
+     * the input through the index that ends its blob, so {@link #matmul} / {@link #expertMatmul} take
+     * inputs of {@code shape}'s last dim and gather them first.
+     *
+     * @param storedColumns K' of an act-order part (manifest quant.storedColumns); 0 for a plain part
+     */
+    default Weight weightW4A16(String name, long[] shape, int groupSize, long storedColumns, MemorySegment blob) {
         throw new BackendException(name + ": the " + name() + " backend has no W4A16 kernels");
     }
 

@@ -71,12 +71,12 @@ public final class CpuBackend implements Backend {
     }
 
     @Override
-    public Weight weightW4A16(String name, long[] shape, int groupSize, MemorySegment blob) {
+    public Weight weightW4A16(String name, long[] shape, int groupSize, long storedColumns, MemorySegment blob) {
         if (shape.length != 2 && shape.length != 3) {
             throw new BackendException(name + ": W4A16 weights are [out, in] or [experts, out, in], got " + java.util.Arrays.toString(shape));
         }
         try {
-            return new CpuW4A16Weight(name, shape, groupSize, blob);
+            return new CpuW4A16Weight(name, shape, groupSize, storedColumns, blob);
         } catch (IllegalArgumentException e) {
             throw new BackendException(e.getMessage(), e);
         }
@@ -142,6 +142,7 @@ public final class CpuBackend implements Backend {
     @Override
     public void embed(Weight table, int[] tokens, Buffer out) {
         if (table instanceof CpuW4A16Weight q) {
+            if (q.index != null) throw new BackendException("embed: " + q + " is an act-order matrix, not a table");
             CpuBuffer o = buf(out);
             if (o.rows != tokens.length || o.cols != q.geometry.cols()) throw new BackendException("embed: " + tokens.length + " tokens of " + q + " into " + o);
             int cols = o.cols;
@@ -177,13 +178,19 @@ public final class CpuBackend implements Backend {
         CpuBuffer xb = buf(x), ob = buf(out);
         if (w instanceof CpuW4A16Weight q) {
             if (q.expertRows != 0) throw new BackendException("matmul: " + q + " is an expert stack; use expertMatmul");
-            if (xb.cols != q.geometry.cols() || ob.cols != q.geometry.rows() || ob.rows != xb.rows) {
+            if (xb.cols != q.inputCols || ob.cols != q.geometry.rows() || ob.rows != xb.rows) {
                 throw new BackendException("matmul: " + xb + " @ " + q + "^T into " + ob);
             }
+            float[] xd = xb.data;
+            int xo = xb.offset;
+            if (q.index != null) {   // act-order: the stored columns read the input through the index
+                xd = q.gather(xb.data, xb.offset, xb.rows, 0);
+                xo = 0;
+            }
             if (kernels == Kernels.FAST) {
-                W4A16Cpu.matmul(q.blob, q.geometry, xb.data, xb.offset, xb.rows, ob.data, ob.offset);
+                W4A16Cpu.matmul(q.blob, q.geometry, xd, xo, xb.rows, ob.data, ob.offset);
             } else {
-                float[] xs = java.util.Arrays.copyOfRange(xb.data, xb.offset, xb.offset + xb.rows * xb.cols);
+                float[] xs = java.util.Arrays.copyOfRange(xd, xo, xo + xb.rows * (int) q.geometry.cols());
                 float[] ys = new float[ob.rows * ob.cols];
                 W4A16Reference.matmul(xs, xb.rows, q.blob, q.geometry, ys);
                 System.arraycopy(ys, 0, ob.data, ob.offset, ys.length);
@@ -395,9 +402,19 @@ public final class CpuBackend implements Backend {
             CpuRouting r = routing(routing);
             int n = r.tokens, slots = n * r.topK;
             boolean perSlot = xb.rows == slots;
-            if (q.expertRows == 0 || q.geometry.rows() / q.expertRows != r.numExperts || xb.cols != q.geometry.cols()
+            if (q.expertRows == 0 || q.geometry.rows() / q.expertRows != r.numExperts || xb.cols != q.inputCols
                     || ob.cols != q.expertRows || ob.rows != slots || (xb.rows != n && !perSlot)) {
                 throw new BackendException("expertMatmul: " + xb + " @ " + q + "^T into " + ob + " for " + n + " tokens x top-" + r.topK);
+            }
+            if (q.index != null) {   // act-order: each slot's input gathered through its expert's index
+                int k2 = Math.toIntExact(q.geometry.cols());
+                float[] g = new float[slots * k2];
+                for (int s = 0; s < slots; s++) {
+                    float[] one = q.gather(xb.data, xb.offset + (perSlot ? s : s / r.topK) * xb.cols, 1, r.ids[s]);
+                    System.arraycopy(one, 0, g, s * k2, k2);
+                }
+                W4A16Cpu.expertMatmul(q.blob, q.geometry, q.expertRows, g, 0, true, n, r.topK, r.ids, ob.data, ob.offset);
+                return;
             }
             W4A16Cpu.expertMatmul(q.blob, q.geometry, q.expertRows, xb.data, xb.offset, perSlot, n, r.topK, r.ids, ob.data, ob.offset);
             return;

@@ -5,26 +5,50 @@ import dev.v100.formats.w4a16.W4A16Layout;
 import dev.v100.runtime.backend.Weight;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
-/** A W4A16 weight on the CPU: the mapped blob (weights | scales | zeros) and its geometry. */
+/**
+ * A W4A16 weight on the CPU: the mapped blob (weights | scales | zeros [| input index]) and its geometry.
+ * An act-order part stores K' columns that gather its inputs through {@link #index}.
+ */
 final class CpuW4A16Weight implements Weight {
     private final String name;
-    private final long[] shape;          // [out, in], or [experts, out, in] for an expert stack
+    private final long[] shape;          // [out, in], or [experts, out, in] for an expert stack; in = input columns
     final MemorySegment blob;
-    final W4A16Layout.Geometry geometry; // rows = all rows of every expert
+    final W4A16Layout.Geometry geometry; // rows = all rows of every expert; cols = stored columns
     final long expertRows;               // rows per expert; 0 for a plain matrix
+    final int inputCols;
+    final int[] index;                   // act-order: [matrices, stored cols] input column or -1; null otherwise
 
-    CpuW4A16Weight(String name, long[] shape, int groupSize, MemorySegment blob) {
+    CpuW4A16Weight(String name, long[] shape, int groupSize, long storedColumns, MemorySegment blob) {
         this.name = name;
         this.shape = shape.clone();
         this.blob = blob;
         long rows = shape.length == 3 ? shape[0] * shape[1] : shape[0];
-        this.geometry = new W4A16Layout.Geometry(rows, shape[shape.length - 1], groupSize);
+        this.inputCols = Math.toIntExact(shape[shape.length - 1]);
+        this.geometry = new W4A16Layout.Geometry(rows, storedColumns == 0 ? inputCols : storedColumns, groupSize);
         this.expertRows = shape.length == 3 ? shape[1] : 0;
-        if (blob.byteSize() != geometry.totalBytes()) {
-            throw new IllegalArgumentException(name + ": W4A16 " + java.util.Arrays.toString(shape) + " g" + groupSize + " needs "
-                    + geometry.totalBytes() + " bytes, the bundle holds " + blob.byteSize());
+        long matrices = shape.length == 3 ? shape[0] : 1;
+        long want = storedColumns == 0 ? geometry.totalBytes() : W4A16Layout.indexedBytes(geometry, matrices);
+        if (blob.byteSize() != want) {
+            throw new IllegalArgumentException(name + ": W4A16 " + Arrays.toString(shape) + " g" + groupSize
+                    + (storedColumns == 0 ? "" : " (" + storedColumns + " stored columns, input index)") + " needs " + want + " bytes, the bundle holds "
+                    + blob.byteSize());
         }
+        this.index = storedColumns == 0 ? null : W4A16Layout.readIndex(blob, geometry, matrices, inputCols);
+    }
+
+    /** x [rows, inputCols] gathered into [rows, stored cols] through matrix m's index (-1: 0). */
+    float[] gather(float[] x, int xOff, int rows, int m) {
+        int k2 = Math.toIntExact(geometry.cols());
+        float[] g = new float[rows * k2];
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < k2; j++) {
+                int c = index[m * k2 + j];
+                g[i * k2 + j] = c < 0 ? 0f : x[xOff + i * inputCols + c];
+            }
+        }
+        return g;
     }
 
     @Override public String name() { return name; }
@@ -37,6 +61,6 @@ final class CpuW4A16Weight implements Weight {
 
     @Override
     public String toString() {
-        return name + " W4A16 g" + geometry.groupSize() + java.util.Arrays.toString(shape);
+        return name + " W4A16 g" + geometry.groupSize() + Arrays.toString(shape) + (index == null ? "" : " act-order (" + geometry.cols() + " stored columns)");
     }
 }

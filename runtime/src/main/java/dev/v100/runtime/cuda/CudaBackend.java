@@ -70,7 +70,7 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnCombine,
-            kAttnPrefill, kArgmax, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kGateRows;
+            kAttnPrefill, kArgmax, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kGateRows, kGatherColumns;
 
     /** A backend on {@code device} (which it retains until {@link #close}). */
     public CudaBackend(CudaDevice device, String name) {
@@ -103,6 +103,7 @@ public final class CudaBackend implements Backend {
         kDeltaRule = device.kernel("gated_delta_rule");
         kRoute = device.kernel("moe_route");
         kCombine = device.kernel("moe_combine");
+        kGatherColumns = device.kernel("gather_columns");
         kGateRows = device.kernel("sigmoid_gate_rows");
     }
 
@@ -212,35 +213,58 @@ public final class CudaBackend implements Backend {
     }
 
     @Override
-    public Weight weightW4A16(String name, long[] shape, int groupSize, MemorySegment blob) {
-        return w4a16Weight(name, shape, groupSize, blob);
+    public Weight weightW4A16(String name, long[] shape, int groupSize, long storedColumns, MemorySegment blob) {
+        return w4a16Weight(name, shape, groupSize, storedColumns, blob);
     }
 
     /**
      * A W4A16 weight (docs/FORMAT.md "W4A16 layout"): not a ggml type, so not reachable through
      * {@link #weight}; {@code shape} is the stored [rows, cols], or [experts, rows, cols] for an expert
-     * stack (one layout of experts * rows rows, used through {@link #expertMatmul}).
+     * stack (one layout of experts * rows rows, used through {@link #expertMatmul}). An act-order part
+     * ({@code storedColumns} K' &gt; 0) stores K' columns and an input index after its zeros; its inputs are
+     * gathered ({@code gather_columns}) before the same kernels run over K'.
      */
-    public Weight w4a16Weight(String name, long[] shape, int groupSize, MemorySegment bytes) {
+    public Weight w4a16Weight(String name, long[] shape, int groupSize, long storedColumns, MemorySegment bytes) {
         if (shape.length != 2 && shape.length != 3) {
             throw new BackendException(name + ": W4A16 weights are [out, in] or [experts, out, in], got " + java.util.Arrays.toString(shape));
         }
-        long rows = shape.length == 3 ? shape[0] * shape[1] : shape[0], cols = shape[shape.length - 1];
+        long rows = shape.length == 3 ? shape[0] * shape[1] : shape[0], inputCols = shape[shape.length - 1];
+        long cols = storedColumns == 0 ? inputCols : storedColumns, matrices = shape.length == 3 ? shape[0] : 1;
         W4A16Layout.Geometry g;
+        long need;
         try {
             g = new W4A16Layout.Geometry(rows, cols, groupSize);
+            need = storedColumns == 0 ? g.totalBytes() : W4A16Layout.indexedBytes(g, matrices);
+            if (bytes.byteSize() >= need && storedColumns != 0) W4A16Layout.readIndex(bytes, g, matrices, inputCols);
         } catch (IllegalArgumentException e) {
             throw new BackendException(name + ": " + e.getMessage(), e);
         }
         if (cols % 32 != 0) throw new BackendException(name + ": W4A16 needs K a multiple of 32, got " + cols);
-        if (bytes.byteSize() < g.totalBytes()) {
-            throw new BackendException(name + ": W4A16 " + g + " needs " + g.totalBytes() + " bytes, the bundle holds " + bytes.byteSize());
+        if (bytes.byteSize() < need) {
+            throw new BackendException(name + ": W4A16 " + g + (storedColumns == 0 ? "" : " with its input index") + " needs " + need
+                    + " bytes, the bundle holds " + bytes.byteSize());
         }
         device.bind();
         long address = deviceAddress(name, bytes);
-        return new CudaWeight(name, null, KernelCatalog.W4A16_SUFFIX, shape, g.rows(), g.cols(), address, g.rowBytes(), g.totalBytes(),
+        return new CudaWeight(name, null, KernelCatalog.W4A16_SUFFIX, shape, g.rows(), g.cols(), address, g.rowBytes(), need,
                 address + g.scalesOffset(), address + g.zerosOffset(), Math.toIntExact(g.groups()), Integer.numberOfTrailingZeros(groupSize), 0,
-                shape.length == 3 ? shape[1] : 0, CudaWeight.Kernels.of(device, KernelCatalog.W4A16_SUFFIX));
+                shape.length == 3 ? shape[1] : 0, CudaWeight.Kernels.of(device, KernelCatalog.W4A16_SUFFIX), inputCols,
+                storedColumns == 0 ? 0 : address + W4A16Layout.indexOffset(g));
+    }
+
+    /**
+     * An act-order weight's input: x gathered through its index into a scratch buffer of the stored
+     * width (per slot and per expert when {@code routing} is given, with {@code perSlot} as in expertMatmul).
+     */
+    private CudaBuffer gathered(CudaBuffer x, CudaWeight w, CudaRouting routing, boolean perSlot) {
+        int rows = routing == null ? x.rows : routing.tokens * routing.topK;
+        long elems = (long) rows * w.cols;
+        long out = device.scratch("act-order-x", Math.max(F32_BYTES, F32_BYTES * elems));
+        if (elems > 0) {
+            device.launch(kGatherColumns).ptr(x.address).i32(x.cols).ptr(w.index).i32((int) w.cols).i32(rows).ptr(routing == null ? 0 : routing.ids)
+                    .i32(perSlot ? 1 : 0).i32(routing == null ? 1 : routing.topK).ptr(out).go(blocks(elems), 1, 1, EW, 0);
+        }
+        return new CudaBuffer(this, "act-order " + x.label(), out, rows, (int) w.cols);
     }
 
     @Override
@@ -328,17 +352,19 @@ public final class CudaBackend implements Backend {
     public void matmul(Buffer x, Weight w, Buffer out) {
         CudaBuffer xb = buf(x), ob = buf(out);
         CudaWeight wt = w(w);
-        if (wt.vector != 0 || wt.expertRows != 0 || xb.cols != wt.cols || ob.cols != wt.rows || ob.rows != xb.rows) {
+        if (wt.vector != 0 || wt.expertRows != 0 || xb.cols != wt.inputCols || ob.cols != wt.rows || ob.rows != xb.rows) {
             throw new BackendException("matmul: " + xb + " @ " + wt + "^T into " + ob + (wt.expertRows != 0 ? " (a 3-D weight is for expertMatmul only)" : ""));
         }
         device.bind();
         note(wt);
         int n = xb.rows;
         if (n == 0) return;
+        if (wt.index != 0) xb = gathered(xb, wt, null, false);
+        CudaBuffer xg = xb;
         if (n <= KernelCatalog.GEMV_MAX_TOKENS) {
-            gemv(xb, wt, ob);
+            gemv(xg, wt, ob);
         } else {
-            gemm.run(wt, n, () -> gemmKernel(xb, wt, ob), () -> gemmCublas(xb, wt, ob));
+            gemm.run(wt, n, () -> gemmKernel(xg, wt, ob), () -> gemmCublas(xg, wt, ob));
         }
         checked("matmul " + wt.name, ob);
     }
@@ -751,7 +777,7 @@ public final class CudaBackend implements Backend {
         CudaRouting r = routing(routing);
         int n = r.tokens, slots = n * r.topK;
         boolean perSlot = xb.rows == slots;
-        if (w.expertRows == 0 || w.rows / w.expertRows != r.numExperts || xb.cols != w.cols || ob.cols != w.expertRows || ob.rows != slots
+        if (w.expertRows == 0 || w.rows / w.expertRows != r.numExperts || xb.cols != w.inputCols || ob.cols != w.expertRows || ob.rows != slots
                 || (xb.rows != n && !perSlot)) {
             throw new BackendException("expertMatmul: " + xb + " @ " + w + "^T into " + ob + " for " + n + " tokens x top-" + r.topK + " of "
                     + r.numExperts + " experts");
@@ -759,6 +785,10 @@ public final class CudaBackend implements Backend {
         if (slots == 0) return;
         device.bind();
         note(w);
+        if (w.index != 0) {   // act-order: one gathered input row per slot, through its expert's index
+            xb = gathered(xb, w, r, perSlot);
+            perSlot = true;
+        }
         int warps = KernelCatalog.GEMV_THREADS / 32;
         w.params(device.launch(w.kernels.expert())).ptr(xb.address).i32(perSlot ? 1 : 0).i32(r.topK).ptr(r.ids)
                 .i32((int) w.expertRows).ptr(ob.address).go((w.expertRows + warps - 1) / warps, slots, 1, KernelCatalog.GEMV_THREADS, 0);

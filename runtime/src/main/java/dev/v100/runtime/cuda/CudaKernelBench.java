@@ -89,7 +89,7 @@ public final class CudaKernelBench {
                 z[i] = 8;
             }
             W4A16Layout.putScalesAndZeros(g, s, z, blob, 0);
-            return b.w4a16Weight("bench.w4a16", new long[] {ROWS, COLS}, 128, blob);
+            return b.w4a16Weight("bench.w4a16", new long[] {ROWS, COLS}, 128, 0, blob);
         }
         GgmlType t = GgmlType.byName(suffix);
         StoredMatrix m = RandomBlocks.matrix("bench." + suffix, t, ROWS, COLS, 0.02, rnd);

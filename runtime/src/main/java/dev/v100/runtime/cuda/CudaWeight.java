@@ -28,6 +28,8 @@ final class CudaWeight implements Weight {
     final long vector;            // 1-D: fp32 [cols] on the device; 0 for matrices
     final long expertRows;        // 3-D [experts, out, in]: out (rows = experts * out); 0 otherwise
     final int layer;              // blk.N... -> N; -1 for global tensors
+    final long inputCols;         // the input width: cols, or fewer for an act-order W4A16 part
+    final long index;             // act-order W4A16: int32 [matrices, cols] input column per stored column; 0 otherwise
     final Kernels kernels;        // this type's kernels, resolved once
     /** Whether the fast GEMV takes this weight: 16-byte aligned address and row stride, whole 32-column units. */
     final boolean fastGemv;
@@ -43,6 +45,15 @@ final class CudaWeight implements Weight {
 
     CudaWeight(String name, GgmlType type, String kernelSuffix, long[] shape, long rows, long cols, long address, long rowBytes,
                long storedBytes, long scales, long zeros, int groups, int groupShift, long vector, long expertRows, Kernels kernels) {
+        this(name, type, kernelSuffix, shape, rows, cols, address, rowBytes, storedBytes, scales, zeros, groups, groupShift, vector, expertRows, kernels,
+                cols, 0);
+    }
+
+    CudaWeight(String name, GgmlType type, String kernelSuffix, long[] shape, long rows, long cols, long address, long rowBytes,
+               long storedBytes, long scales, long zeros, int groups, int groupShift, long vector, long expertRows, Kernels kernels,
+               long inputCols, long index) {
+        this.inputCols = inputCols;
+        this.index = index;
         this.name = name;
         this.type = type;
         this.kernelSuffix = kernelSuffix;
@@ -106,6 +117,6 @@ final class CudaWeight implements Weight {
 
     @Override
     public String toString() {
-        return name + " " + (type == null ? "W4A16" : type) + Arrays.toString(shape);
+        return name + " " + (type == null ? "W4A16" : type) + Arrays.toString(shape) + (index == 0 ? "" : " act-order (" + cols + " stored columns)");
     }
 }

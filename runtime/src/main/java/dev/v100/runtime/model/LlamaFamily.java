@@ -189,7 +189,11 @@ public final class LlamaFamily {
                 if (!(gs instanceof Number n)) {
                     throw new ModelLoadException(ts.where() + ": W4A16 tensor " + t.name() + " has no quant.groupSize in the manifest");
                 }
-                return b.weightW4A16(t.name(), t.meta().storedShape(), n.intValue(), t.data());
+                Object k2 = t.meta().quant().get(W4A16Layout.QUANT_STORED_COLUMNS);
+                if (k2 != null && !(k2 instanceof Number)) {
+                    throw new ModelLoadException(ts.where() + ": W4A16 tensor " + t.name() + " has quant.storedColumns " + k2 + ", not a number");
+                }
+                return b.weightW4A16(t.name(), t.meta().storedShape(), n.intValue(), k2 == null ? 0 : ((Number) k2).longValue(), t.data());
             }
             GgmlType type;
             try {

@@ -156,7 +156,7 @@ class CudaMatmulTest {
                     for (Shape s : fastShapes(128)) {
                         W4A16Layout.Geometry g = new W4A16Layout.Geometry(s.rows(), s.cols(), 32);
                         MemorySegment blob = randomW4A16(g, rnd);
-                        Weight w = b.w4a16Weight("blk.0.ffn_down.weight", new long[] {s.rows(), s.cols()}, 32, blob);
+                        Weight w = b.w4a16Weight("blk.0.ffn_down.weight", new long[] {s.rows(), s.cols()}, 32, 0, blob);
                         checkTwins(b, w, W4A16Layout.dequantize(blob, g), s.rows(), s.cols(), s.tokens(), rnd, "W4A16 " + s);
                     }
                     return;
@@ -199,11 +199,31 @@ class CudaMatmulTest {
                     W4A16Layout.Geometry g = new W4A16Layout.Geometry(s.rows(), s.cols(), group);
                     MemorySegment blob = randomW4A16(g, rnd);
                     float[] dense = W4A16Layout.dequantize(blob, g);
-                    Weight w = b.w4a16Weight("blk.0.ffn_down.weight", new long[] {s.rows(), s.cols()}, group, blob);
+                    Weight w = b.w4a16Weight("blk.0.ffn_down.weight", new long[] {s.rows(), s.cols()}, group, 0, blob);
                     check(b, w, dense, s.rows(), s.cols(), s.tokens(), rnd, "W4A16 g" + group + " " + s);
                 }
             }
         }));
+    }
+
+    /**
+     * Act-order W4A16 (input gathered through the index, padding columns reading 0) against the same
+     * weights in input order as F32 on this backend, on the GEMV (1 and 5 rows) and prefill (40 rows)
+     * paths and for expert stacks with their own order per expert.
+     */
+    @Test
+    void actOrderGatherOnEveryPath() {
+        try (CudaBackend b = backend("act-order")) {
+            SplittableRandom rnd = new SplittableRandom(13);
+            for (int group : new int[] {32, 128}) {
+                dev.v100.runtime.testing.ActOrderWeights.Part p = dev.v100.runtime.testing.ActOrderWeights.random(1, 96, 160, group, rnd);
+                for (int tokens : new int[] {1, 5, 40}) {
+                    dev.v100.runtime.testing.ActOrderWeights.checkMatmul(b, p, tokens, rnd, MATMUL_NMSE, "act-order g" + group + " x " + tokens);
+                }
+            }
+            dev.v100.runtime.testing.ActOrderWeights.Part e = dev.v100.runtime.testing.ActOrderWeights.random(4, 64, 96, 32, rnd);
+            dev.v100.runtime.testing.ActOrderWeights.checkExperts(b, e, 3, 2, rnd, GEMV_NMSE, "act-order experts");
+        }
     }
 
     /** Random codes, fp16 scales around 0.01 and zero points 0..15 (8 most often, as symmetric sources store). */
