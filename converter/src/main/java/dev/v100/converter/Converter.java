@@ -1,5 +1,6 @@
 package dev.v100.converter;
 
+import dev.v100.converter.fix.ActOrderAbsorb;
 import dev.v100.converter.plan.ShardPlanner;
 import dev.v100.converter.plan.StoragePolicy;
 import dev.v100.converter.plan.TensorSpec;
@@ -14,6 +15,7 @@ import dev.v100.converter.tensor.ConvertedTensor;
 import dev.v100.converter.tensor.LayoutTensor;
 import dev.v100.converter.tensor.SliceCopier;
 import dev.v100.converter.tensor.SliceOutput;
+import dev.v100.converter.tensor.TensorData;
 import dev.v100.formats.ModelFormatException;
 import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.formats.bundle.BundleWriter;
@@ -52,33 +54,42 @@ public final class Converter {
      * @param faultHook test hook, called at "after-tensor" and at the bundle writer's commit points
      */
     public record Options(int tp, int pp, boolean force, boolean matmulF16, int threads, Progress progress,
-                          BundleWriter.FaultHook faultHook, boolean fallbackF32) {
+                          BundleWriter.FaultHook faultHook, boolean fallbackF32, boolean absorbActOrder) {
         public Options(int tp, int pp, boolean force, boolean matmulF16, int threads, Progress progress, BundleWriter.FaultHook faultHook) {
-            this(tp, pp, force, matmulF16, threads, progress, faultHook, false);
+            this(tp, pp, force, matmulF16, threads, progress, faultHook, false, false);
         }
 
         public static Options of(int tp, int pp) {
-            return new Options(tp, pp, false, false, Runtime.getRuntime().availableProcessors(), Progress.NONE, p -> {}, false);
+            return new Options(tp, pp, false, false, Runtime.getRuntime().availableProcessors(), Progress.NONE, p -> {}, false, false);
         }
 
         public Options withFallbackF32(boolean f) {
-            return new Options(tp, pp, force, matmulF16, threads, progress, faultHook, f);
+            return new Options(tp, pp, force, matmulF16, threads, progress, faultHook, f, absorbActOrder);
         }
 
         public Options withForce(boolean f) {
-            return new Options(tp, pp, f, matmulF16, threads, progress, faultHook, fallbackF32);
+            return new Options(tp, pp, f, matmulF16, threads, progress, faultHook, fallbackF32, absorbActOrder);
         }
 
         public Options withProgress(Progress p) {
-            return new Options(tp, pp, force, matmulF16, threads, p, faultHook, fallbackF32);
+            return new Options(tp, pp, force, matmulF16, threads, p, faultHook, fallbackF32, absorbActOrder);
         }
 
         public Options withFaultHook(BundleWriter.FaultHook h) {
-            return new Options(tp, pp, force, matmulF16, threads, progress, h, fallbackF32);
+            return new Options(tp, pp, force, matmulF16, threads, progress, h, fallbackF32, absorbActOrder);
+        }
+
+        public Options withThreads(int n) {
+            return new Options(tp, pp, force, matmulF16, n, progress, faultHook, fallbackF32, absorbActOrder);
+        }
+
+        /** Act-order down projections: sort their columns and permute gate/up rows to match (ActOrderAbsorb) instead of an input index. */
+        public Options withAbsorbActOrder(boolean a) {
+            return new Options(tp, pp, force, matmulF16, threads, progress, faultHook, fallbackF32, a);
         }
 
         public Options withMatmulF16(boolean f) {
-            return new Options(tp, pp, force, f, threads, progress, faultHook, fallbackF32);
+            return new Options(tp, pp, force, f, threads, progress, faultHook, fallbackF32, absorbActOrder);
         }
     }
 
@@ -117,17 +128,27 @@ public final class Converter {
         Map<TensorSpec, StoragePolicy.Decision> produced = new LinkedHashMap<>();
         Map<TensorSpec, List<String>> sourcesOf = new LinkedHashMap<>();
         Set<String> consumed = new HashSet<>();
+        Map<TensorSpec, TensorData> raw = new LinkedHashMap<>();
         for (TensorSpec spec : recipe.expectedTensors(cfg)) {
             var data = recipe.produce(spec, ckpt, cfg);
             if (data.isEmpty()) continue;
             List<String> sources = recipe.sourceNames(spec, ckpt, cfg);
             sourcesOf.put(spec, sources);
             consumed.addAll(sources);
-            StoragePolicy.Decision d = policy.decide(spec, data.get());
+            raw.put(spec, data.get());
+        }
+        List<String> absorbed = o.absorbActOrder() ? ActOrderAbsorb.apply(raw) : List.of();
+        if (!absorbed.isEmpty()) {
+            note(o, notes, "act-order of " + absorbed.size() + " down projection" + (absorbed.size() == 1 ? "" : "s") + " (" + absorbed.getFirst()
+                    + (absorbed.size() > 1 ? ", ..." : "") + ") moved into the rows of their gate and up projections: stored without an input index");
+        }
+        for (Map.Entry<TensorSpec, TensorData> e : raw.entrySet()) {
+            TensorSpec spec = e.getKey();
+            StoragePolicy.Decision d = policy.decide(spec, e.getValue());
             checkStaysPacked(ckpt, recipe, cfg, spec, d);
             produced.put(spec, d);
             // a layout fix's own note (e.g. dequantized to permute), then the storage decision
-            String fixNote = data.get().conversionNote();
+            String fixNote = e.getValue().conversionNote();
             String why = fixNote == null ? d.note() : d.note() == null ? fixNote : fixNote + "; " + d.note();
             if (why != null) note(o, notes, spec.name() + ": " + why);
         }

@@ -90,6 +90,7 @@ class CudaGoldenTest {
         out.add(TP1);
         if (c.maxTp() >= 2) out.add(new GoldenSuiteTest.Layout(2, 1));
         if (c.maxPp() >= 2) out.add(new GoldenSuiteTest.Layout(1, 2));
+        if (c.format().contains("actorder")) out.add(new GoldenSuiteTest.Layout(1, 1, true));
         return out;
     }
 
@@ -113,7 +114,7 @@ class CudaGoldenTest {
         String key = b.toString();
         Path have = BUNDLES.get(key);
         if (have != null) return have;
-        new Converter().convert(c.source(), b, Converter.Options.of(l.tp(), l.pp()).withForce(true));
+        new Converter().convert(c.source(), b, l.options());
         BUNDLES.put(key, b);
         return b;
     }

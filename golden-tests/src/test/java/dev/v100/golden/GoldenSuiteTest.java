@@ -40,10 +40,19 @@ class GoldenSuiteTest {
     @TempDir
     static Path work;
 
-    record Layout(int tp, int pp) {
+    /** @param absorbActOrder convert with --act-order absorb (act-order fixtures only) */
+    record Layout(int tp, int pp, boolean absorbActOrder) {
+        Layout(int tp, int pp) {
+            this(tp, pp, false);
+        }
+
+        Converter.Options options() {
+            return Converter.Options.of(tp, pp).withForce(true).withAbsorbActOrder(absorbActOrder);
+        }
+
         @Override
         public String toString() {
-            return "tp" + tp + "-pp" + pp;
+            return "tp" + tp + "-pp" + pp + (absorbActOrder ? "-absorb" : "");
         }
     }
 
@@ -51,6 +60,9 @@ class GoldenSuiteTest {
         List<Layout> out = new ArrayList<>();
         for (int tp : new int[] {1, 2, 4}) if (tp <= c.maxTp()) out.add(new Layout(tp, 1));
         if (c.maxPp() >= 2) out.add(new Layout(Math.min(2, c.maxTp()), 2));
+        if (c.format().contains("actorder")) {
+            for (int tp : new int[] {1, 2}) if (tp <= c.maxTp()) out.add(new Layout(tp, 1, true));
+        }
         return out;
     }
 
@@ -68,7 +80,7 @@ class GoldenSuiteTest {
         Path bundle = work.resolve(c.id() + "-" + l);
         // --fallback-dtype f32: the fp32 check isolates conversion + runtime from the F16 rounding the
         // default bundle applies to matrices a layout fix had to dequantize (docs/FORMAT.md)
-        new Converter().convert(c.source(), bundle, Converter.Options.of(l.tp(), l.pp()).withForce(true).withFallbackF32(true));
+        new Converter().convert(c.source(), bundle, l.options().withFallbackF32(true));
         NpyArray ref = NpyReader.read(c.ref());
         int vocab = (int) ref.shape()[1];
         try (DecoderModel m = CpuModels.open(bundle, ModelOptions.defaults().withContextTokens(64))) {

@@ -38,6 +38,14 @@ final class ConvertCommand implements Callable<Integer> {
                     "ssm_out in K-quants): store F16 (default, half the memory) or exact F32"})
     String fallbackDtype;
 
+    @Option(names = "--act-order", defaultValue = "index", paramLabel = "index|absorb",
+            description = {"W4A16 act-order checkpoints (g_idx scattering groups over K): 'index' (default) stores every such",
+                    "weight with its columns sorted by group plus an input index the runtime gathers through; each tensor dumps",
+                    "back in source order. 'absorb' sorts the down projections' columns and permutes the rows of their gate and",
+                    "up projections to match: no gather and no padding at tp > 1, but those three tensors are stored in group",
+                    "order (docs/FORMAT.md, act-order)"})
+    String actOrder;
+
     @Option(names = "--threads", description = "copy threads (default: all cores)")
     Integer threads;
 
@@ -52,7 +60,11 @@ final class ConvertCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--fallback-dtype must be f16 or f32, not " + fallbackDtype);
         }
         o = o.withFallbackF32(fallbackDtype.equals("f32"));
-        if (threads != null) o = new Converter.Options(o.tp(), o.pp(), o.force(), o.matmulF16(), threads, o.progress(), o.faultHook(), o.fallbackF32());
+        if (!actOrder.equals("index") && !actOrder.equals("absorb")) {
+            throw new IllegalArgumentException("--act-order must be index or absorb, not " + actOrder);
+        }
+        o = o.withAbsorbActOrder(actOrder.equals("absorb"));
+        if (threads != null) o = o.withThreads(threads);
         Converter.Report r = new Converter().convert(src, out, o);
         System.out.printf("wrote %s: %s, tp %d x pp %d, %s in %.1f s%n", r.bundle(), r.config().architecture(), tp, pp,
                 TerminalProgress.human(r.bytesWritten()), r.seconds());

@@ -178,6 +178,77 @@ public final class W4A16Tensor implements LayoutTensor {
         }
     }
 
+    /**
+     * An act-order tensor with each matrix's input columns sorted by group, and the order used:
+     * {@code order[m][j]} is the source column now at column j of matrix m.
+     */
+    public record SortedByGroup(W4A16Tensor tensor, int[][] order) {}
+
+    /**
+     * This act-order tensor with the input columns of each matrix (each expert of a stack has its own
+     * g_idx) sorted by group, stably, when every group of every matrix has a multiple of 32 columns
+     * (GPTQ and compressed-tensors groups have exactly group_size): then each run of 32 is one group
+     * and the plain layout stores it without an index. Exact only together with the same permutation
+     * of whatever produces this matmul's input, which the caller applies. Empty when the tensor is
+     * not scattered, a group is not whole runs, or the rows of a matrix disagree on their groups.
+     */
+    public Optional<SortedByGroup> sortedByGroup() {
+        if (!source.scattered()) return Optional.empty();
+        int k = Math.toIntExact(source.cols());
+        long n = shape[shape.length - 2];
+        int matrices = Math.toIntExact(n == 0 ? 0 : source.rows() / n);
+        int[][] order = new int[matrices][];
+        int maxGroup = W4A16Layout.MAX_GROUP_SIZE;
+        for (int m = 0; m < matrices; m++) {
+            int[] groups = source.columnGroups(m * n);
+            for (long r = m * n + 1; r < (m + 1) * n; r++) {
+                int[] g = source.columnGroups(r);
+                if (g != groups && !Arrays.equals(g, groups)) return Optional.empty();
+            }
+            long[] keys = new long[k];
+            for (int c = 0; c < k; c++) keys[c] = ((long) groups[c] << 32) | c;
+            Arrays.sort(keys);
+            order[m] = new int[k];
+            int run = 0;
+            for (int j = 0; j < k; j++) {
+                order[m][j] = (int) keys[j];
+                run++;
+                if (j + 1 == k || keys[j + 1] >>> 32 != keys[j] >>> 32) {
+                    if (run % RUN != 0) return Optional.empty();
+                    while (run % maxGroup != 0) maxGroup /= 2;
+                    run = 0;
+                }
+            }
+        }
+        W4A16Source inner = source;
+        int group = maxGroup;
+        W4A16Source sorted = new W4A16Source() {
+            @Override public long rows() { return inner.rows(); }
+
+            @Override public long cols() { return inner.cols(); }
+
+            @Override public int maxGroupSize() { return group; }
+
+            @Override
+            public void read(long row0, int nRows, byte[] codes, short[] scales, byte[] zeros) {
+                byte[] c = new byte[nRows * k];
+                short[] sc = new short[nRows * k];
+                byte[] z = new byte[nRows * k];
+                inner.readColumns(row0, nRows, c, sc, z);
+                int runs = k / RUN;
+                for (int i = 0; i < nRows; i++) {
+                    int[] o = order[(int) ((row0 + i) / n)];
+                    for (int j = 0; j < k; j++) codes[i * k + j] = c[i * k + o[j]];
+                    for (int q = 0; q < runs; q++) {
+                        scales[i * runs + q] = sc[i * k + o[q * RUN]];
+                        zeros[i * runs + q] = z[i * k + o[q * RUN]];
+                    }
+                }
+            }
+        };
+        return Optional.of(new SortedByGroup(new W4A16Tensor(name, sorted, shape), order));
+    }
+
     // ---- TensorData: the exact dequantized values as F32 ----
 
     @Override public GgmlType type() { return GgmlType.F32; }

@@ -58,6 +58,11 @@ final class MultiGpuBackend implements Backend {
     }
 
     @Override
+    public Weight weightW4A16(String name, long[] shape, int groupSize, MemorySegment blob) {
+        return weightW4A16(name, shape, groupSize, 0, blob);
+    }
+
+    @Override
     public Weight weightW4A16(String name, long[] shape, int groupSize, long storedColumns, MemorySegment blob) {
         return group.call(rank, "weight " + name, () -> inner.weightW4A16(name, shape, groupSize, storedColumns, blob));
     }
