@@ -97,7 +97,7 @@ for s in $STEPS; do
         log="$OUT/bench-$g-$t.log"
         for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
         touch "$LOGS/bench-$g-$t.write.log"
-        run_step "bench-$g-$t" 90 "$log" "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
+        run_step "bench-$g-$t" 150 "$log" "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
         cat "$LOGS/bench-$g-$t.write.log" "$log" > "$LOGS/bench.all" && mv "$LOGS/bench.all" "$log"
         notes[bench-$g-$t]=$(grep -E "^\| decode batch 1" "$log" | cut -d'|' -f3 | xargs)
       done

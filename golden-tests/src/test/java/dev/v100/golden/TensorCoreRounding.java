@@ -73,10 +73,12 @@ final class TensorCoreRounding implements Backend {
     @Override public boolean supportsW4A16() { return true; }
 
     @Override
-    public Weight weightW4A16(String name, long[] shape, int groupSize, MemorySegment blob) {
-        Weight w = cpu.weightW4A16(name, shape, groupSize, blob);
+    public Weight weightW4A16(String name, long[] shape, int groupSize, long storedColumns, MemorySegment blob) {
+        Weight w = cpu.weightW4A16(name, shape, groupSize, storedColumns, blob);
         if (shape.length != 2) return w;
-        return withF16Twin(w, name, shape, W4A16Reference.dequantize(blob, new W4A16Layout.Geometry(shape[0], shape[1], groupSize)));
+        float[] dense = storedColumns == 0 ? W4A16Reference.dequantize(blob, new W4A16Layout.Geometry(shape[0], shape[1], groupSize))
+                : W4A16Layout.dequantizeIndexed(blob, new W4A16Layout.Geometry(shape[0], storedColumns, groupSize), 1, shape[1]);   // act-order: input order
+        return withF16Twin(w, name, shape, dense);
     }
 
     @Override public KvCache allocateKvCache(int kvHeads, int headDim, int capacityTokens) { return cpu.allocateKvCache(kvHeads, headDim, capacityTokens); }

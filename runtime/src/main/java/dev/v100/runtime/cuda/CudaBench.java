@@ -17,7 +17,7 @@ import java.util.SplittableRandom;
 
 /**
  * {@code v100-run bench BUNDLE --backend cuda}: cold start to the first token, the load rate next to
- * the pinned-copy rate of the same machine, prefill at 512 and 4096 tokens, decode at batch 1, and
+ * the pinned-copy rate of the same machine, prefill at 512 and 4096 tokens, decode at batch 1 and 8, and
  * the roofline ratio: bytes one decode step must read (every weight but the embedding table, plus
  * the KV cache up to the position) times steps per second, over the device-copy bandwidth measured
  * in the same run. Random token ids; the GEMM choices GemmPolicy measured are printed too.
@@ -104,7 +104,7 @@ public final class CudaBench {
             long graphLaunches = c1[0] - c0[0], replayed = c1[1] - c0[1], eager = c1[2] - c0[2];
             table.put("decode launches per step", String.format(Locale.ROOT, "%.1f kernels: %.1f replayed by %.2f CUDA graph launches, %.1f launched one by one",
                     (replayed + eager) / (double) steps, replayed / (double) steps, graphLaunches / (double) steps, eager / (double) steps));
-            table.put("decode batch 8", "not measured: the engine decodes one sequence at a time (no batching yet)");
+            table.put("decode batch " + BATCH, decodeBatch(m, rnd, start, steps));
             // the same steps again, every kernel between two events: where the GPU time of a step goes
             d.startProfile();
             Map<String, double[]> profile;
@@ -149,6 +149,41 @@ public final class CudaBench {
      * reads one row of it); of a MoE's routed expert stacks ({@code *_exps}) only the numExpertsPerTok
      * experts a token uses.
      */
+    /** Sequences of the batched decode measurement. */
+    static final int BATCH = 8;
+
+    /**
+     * BATCH sequences in their own slots (1..BATCH; slot 0 is batch 1's), each prefilled with {@code start}
+     * random tokens, then decoded together with {@link DecoderModel#decode}: aggregate tokens per second.
+     */
+    static String decodeBatch(DecoderModel m, SplittableRandom rnd, int start, int steps) {
+        if (BATCH > m.chunkTokens()) return "skipped: a pass holds " + m.chunkTokens() + " rows";
+        int[] slots = new int[BATCH], next = new int[BATCH], pos = new int[BATCH];
+        for (int i = 0; i < BATCH; i++) {
+            slots[i] = i + 1;
+            next[i] = argmax(m.forward(slots[i], randomTokens(rnd, start, m.vocabSize()), 0, false));
+            pos[i] = start;
+        }
+        int vocab = m.vocabSize();
+        for (int i = 0; i < DECODE_WARMUP_STEPS; i++) step(m, slots, next, pos, vocab);
+        int first = pos[0];
+        long t0 = System.nanoTime();
+        for (int i = 0; i < steps; i++) step(m, slots, next, pos, vocab);
+        double s = (System.nanoTime() - t0) / 1e9;
+        return String.format(Locale.ROOT, "%.1f tok/s aggregate (%d sequences, %.2f ms/step, positions %d..%d)", BATCH * steps / s, BATCH,
+                1000 * s / steps, first, pos[0] - 1);
+    }
+
+    private static void step(DecoderModel m, int[] slots, int[] next, int[] pos, int vocab) {
+        float[] logits = m.decode(slots, next, pos);
+        for (int i = 0; i < slots.length; i++) {
+            int best = 0;
+            for (int j = 1; j < vocab; j++) if (logits[i * vocab + j] > logits[i * vocab + best]) best = j;
+            next[i] = best;
+            pos[i]++;
+        }
+    }
+
     static long decodeWeightBytes(BundleManifest m) {
         ModelConfig.Moe moe = m.config().moe();
         long sum = 0;

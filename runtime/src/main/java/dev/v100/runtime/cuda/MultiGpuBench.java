@@ -18,7 +18,7 @@ import java.util.SplittableRandom;
 /**
  * {@code v100-run bench BUNDLE --backend cuda --gpus 0,1}: a tp x pp bundle with one rank per GPU. Prints
  * the weight bytes of every rank, the load (parallel verify + upload, NCCL communicators, the first
- * all-reduce and hand-off), prefill at 512 tokens, decode at batch 1, and the time each decode step spends
+ * all-reduce and hand-off), prefill at 512 tokens, decode at batch 1 and 8, and the time each decode step spends
  * in collectives, measured with CUDA events around every NCCL call in a second run of the same steps:
  * all-reduces (mean over ranks and the slowest rank; a rank's time includes waiting for its peers) and
  * pipeline hand-offs. Random token ids. One GPU is {@link CudaBench}.
@@ -94,6 +94,7 @@ public final class MultiGpuBench {
                         (c1[1] - c0[1] + c1[2] - c0[2]) / (double) steps, (c1[1] - c0[1]) / (double) steps, (c1[0] - c0[0]) / (double) steps,
                         (c1[2] - c0[2]) / (double) steps, (c1[3] - c0[3]) / (double) steps));
             }
+            table.put("decode batch " + CudaBench.BATCH, CudaBench.decodeBatch(m, rnd, PREFILL_TOKENS, steps));
 
             NcclCollectives nccl = loaded.collectives();
             if (nccl != null) {

@@ -30,9 +30,39 @@ import java.util.Map;
  * layers: {@link Qwen35Layers}).
  */
 public final class DecoderModel implements AutoCloseable {
-    /** Runs one decoder layer for the ranks of one pipeline stage on rows [0, n) of their residual streams. */
+    /** Runs one decoder layer for the ranks of one pipeline stage on rows [0, rows.n()) of their residual streams. */
     interface LayerRunner {
-        void layer(List<RankShard> stage, int layer, int n, int startPos);
+        void layer(List<RankShard> stage, int layer, Rows rows);
+    }
+
+    /**
+     * The rows of one pass: a chunk of one sequence (row i at position startPos + i of sequence slot
+     * {@code slot}), or a decode batch (row i is one token of sequence {@code slots[i]} at {@code positions[i]}).
+     * Row-wise ops run over all rows at once (one weight read for the batch); what depends on the sequence
+     * (RoPE position, KV cache, linear-attention state) runs per row in a batch.
+     */
+    record Rows(int n, int slot, int startPos, int[] slots, int[] positions) {
+        static Rows chunk(int slot, int n, int startPos) {
+            return new Rows(n, slot, startPos, null, null);
+        }
+
+        static Rows batch(int[] slots, int[] positions) {
+            return new Rows(slots.length, -1, positions[0], slots, positions);
+        }
+
+        boolean batched() {
+            return slots != null;
+        }
+
+        /** Row i's sequence slot. */
+        int slotOf(int i) {
+            return slots == null ? slot : slots[i];
+        }
+
+        /** Row i's position (a batch) or the chunk's first position. */
+        int positionOf(int i) {
+            return positions == null ? startPos + i : positions[i];
+        }
     }
 
     private final ModelConfig config;
@@ -98,6 +128,15 @@ public final class DecoderModel implements AutoCloseable {
      * @param allLogits true: logits of every token, [n, vocab]; false: of the last token only, [vocab]
      */
     public float[] forward(int[] tokens, int startPos, boolean allLogits) {
+        return forward(0, tokens, startPos, allLogits);
+    }
+
+    /**
+     * {@link #forward(int[], int, boolean)} for the sequence in slot {@code slot}: every slot has its own
+     * KV caches (and linear-attention states), allocated at its first use; slot 0 is the default sequence.
+     */
+    public float[] forward(int slot, int[] tokens, int startPos, boolean allLogits) {
+        checkSlot(slot);
         int n = tokens.length;
         if (n == 0) throw new IllegalArgumentException("no tokens to run");
         if (startPos < 0 || (long) startPos + n > contextTokens) {
@@ -113,18 +152,54 @@ public final class DecoderModel implements AutoCloseable {
             int m = Math.min(chunkTokens, n - c0);
             int[] chunk = java.util.Arrays.copyOfRange(tokens, c0, c0 + m);
             boolean last = c0 + m == n;
-            if (allLogits) runChunk(chunk, startPos + c0, 0, m, out, c0 * vocab);
-            else if (last) runChunk(chunk, startPos + c0, m - 1, 1, out, 0);
-            else runChunk(chunk, startPos + c0, 0, 0, null, 0);
+            Rows rows = Rows.chunk(slot, m, startPos + c0);
+            if (allLogits) runChunk(chunk, rows, 0, m, out, c0 * vocab);
+            else if (last) runChunk(chunk, rows, m - 1, 1, out, 0);
+            else runChunk(chunk, rows, 0, 0, null, 0);
         }
         return out;
     }
 
+    /**
+     * One decode step of several sequences at once: token i of the sequence in slot {@code slots[i]} at
+     * position {@code positions[i]} (each extending its own caches), as one batch of rows: every weight
+     * is read once for all of them. Equals running each token alone through {@link #forward(int, int[], int, boolean)}.
+     *
+     * @return logits [slots.length, vocab]
+     */
+    public float[] decode(int[] slots, int[] tokens, int[] positions) {
+        int n = slots.length;
+        if (n == 0 || tokens.length != n || positions.length != n) {
+            throw new IllegalArgumentException(n + " slots, " + tokens.length + " tokens and " + positions.length + " positions for one decode batch");
+        }
+        if (n > chunkTokens) throw new IllegalArgumentException("a decode batch of " + n + " rows exceeds the " + chunkTokens + " rows of a pass");
+        int vocab = config.vocabSize();
+        java.util.Set<Integer> seen = new java.util.HashSet<>();
+        for (int i = 0; i < n; i++) {
+            checkSlot(slots[i]);
+            if (!seen.add(slots[i])) throw new IllegalArgumentException("slot " + slots[i] + " twice in one decode batch");
+            if (positions[i] < 0 || positions[i] >= contextTokens) {
+                throw new IllegalArgumentException("position " + positions[i] + " exceeds the context of " + contextTokens + " tokens");
+            }
+            if (tokens[i] < 0 || tokens[i] >= vocab) throw new IllegalArgumentException("token id " + tokens[i] + " outside the vocabulary of " + vocab);
+        }
+        float[] out = new float[n * vocab];
+        runChunk(tokens.clone(), Rows.batch(slots.clone(), positions.clone()), 0, n, out, 0);
+        return out;
+    }
+
+    /** Sequence slots a model may use: each costs its KV caches (paged on the GPU: only what it holds). */
+    public static final int MAX_SLOTS = 64;
+
+    private static void checkSlot(int slot) {
+        if (slot < 0 || slot >= MAX_SLOTS) throw new IllegalArgumentException("sequence slot " + slot + " outside 0.." + (MAX_SLOTS - 1));
+    }
+
     /** One chunk of n tokens; logits of rows [firstLogitRow, firstLogitRow + logitRows) go to out. */
-    private void runChunk(int[] tokens, int startPos, int firstLogitRow, int logitRows, float[] out, int outOff) {
+    private void runChunk(int[] tokens, Rows rows, int firstLogitRow, int logitRows, float[] out, int outOff) {
         int n = tokens.length;
         float embMul = (float) config.embeddingMultiplier();
-        for (List<RankShard> st : stages) for (RankShard r : st) r.trace.startPos(startPos);
+        for (List<RankShard> st : stages) for (RankShard r : st) r.trace.startPos(rows.startPos());
         for (RankShard r : stages.get(0)) {
             Buffer x = r.x.rows(n);
             r.backend.embed(r.tokenEmbd, tokens, x);
@@ -138,7 +213,7 @@ public final class DecoderModel implements AutoCloseable {
                 for (RankShard r : st) collectives.send(from, r.x.rows(n));
             }
             RankShard first = st.get(0);
-            for (int layer = first.firstLayer; layer < first.endLayer; layer++) layers.layer(st, layer, n, startPos);
+            for (int layer = first.firstLayer; layer < first.endLayer; layer++) layers.layer(st, layer, rows);
         }
         if (logitRows == 0) return;
         List<RankShard> lastStage = stages.get(stages.size() - 1);
@@ -155,14 +230,15 @@ public final class DecoderModel implements AutoCloseable {
             r.trace.record(Trace.LOGITS, -1, lg);
             // all-gather by vocabulary rows, on the host where sampling happens
             float[] part = b.read(lg);
-            int rows = r.geo.vocabRows();
+            int vocabRows = r.geo.vocabRows();
             for (int i = 0; i < logitRows; i++) {
-                System.arraycopy(part, i * rows, out, outOff + i * vocab + r.geo.firstVocabRow(), rows);
+                System.arraycopy(part, i * vocabRows, out, outOff + i * vocab + r.geo.firstVocabRow(), vocabRows);
             }
         }
     }
 
-    private void layer(List<RankShard> ranks, int layer, int n, int startPos) {
+    private void layer(List<RankShard> ranks, int layer, Rows rows) {
+        int n = rows.n();
         int hd = config.headDim();
         float eps = (float) config.rmsNormEps();
         float resMul = (float) config.residualMultiplier();
@@ -186,12 +262,7 @@ public final class DecoderModel implements AutoCloseable {
                 r.trace.record(Trace.Q_NORM, layer, q);
                 r.trace.record(Trace.K_NORM, layer, k);
             }
-            b.rope(q, hd, r.rope, startPos);
-            b.rope(k, hd, r.rope, startPos);
-            r.trace.record(Trace.Q_ROPE, layer, q);
-            r.trace.record(Trace.K_ROPE, layer, k);
-            b.attention(q, k, v, r.cache(layer), startPos, attentionScale, att);
-            r.trace.record(Trace.ATTN_OUT, layer, att);
+            ropeAndAttend(b, r.trace, layer, hd, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
             b.matmul(att, w.o(), proj);
             partials.add(proj);
         }
@@ -223,6 +294,30 @@ public final class DecoderModel implements AutoCloseable {
             r.backend.add(x, proj, resMul, x);
             r.trace.record(Trace.LAYER_OUT, layer, x);
         }
+    }
+
+    /**
+     * RoPE of q and k, then causal attention into att, for the rows' positions and sequence slots: one op
+     * each for a chunk, per row for a decode batch (each row its own position and KV cache).
+     */
+    static void ropeAndAttend(Backend b, Trace trace, int layer, int headDim, dev.v100.runtime.backend.Rope rope, Buffer q, Buffer k, Buffer v,
+                              java.util.function.IntFunction<dev.v100.runtime.backend.KvCache> cacheOfSlot, Rows rows, float scale, Buffer att) {
+        if (!rows.batched()) {
+            b.rope(q, headDim, rope, rows.startPos());
+            b.rope(k, headDim, rope, rows.startPos());
+            b.attention(q, k, v, cacheOfSlot.apply(rows.slot()), rows.startPos(), scale, att);
+        } else {
+            // row by row, each with one position from start to end: on the GPU its launches form one graph
+            for (int i = 0; i < rows.n(); i++) {
+                Buffer qi = q.slice(i, 1), ki = k.slice(i, 1);
+                b.rope(qi, headDim, rope, rows.positionOf(i));
+                b.rope(ki, headDim, rope, rows.positionOf(i));
+                b.attention(qi, ki, v.slice(i, 1), cacheOfSlot.apply(rows.slotOf(i)), rows.positionOf(i), scale, att.slice(i, 1));
+            }
+        }
+        trace.record(Trace.Q_ROPE, layer, q);   // attention reads q and k, never writes them
+        trace.record(Trace.K_ROPE, layer, k);
+        trace.record(Trace.ATTN_OUT, layer, att);
     }
 
     private static void project(Backend b, Buffer x, dev.v100.runtime.backend.Weight w, dev.v100.runtime.backend.Weight bias, Buffer out) {

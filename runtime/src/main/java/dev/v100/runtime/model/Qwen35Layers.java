@@ -105,8 +105,12 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
     static final class Rank {
         final int firstLayer;
         final Layer[] layers;                 // [endLayer - firstLayer]
-        final KvCache[] caches;               // per layer: full-attention layers only
-        final LinearAttentionState[] states;  // per layer: GDN layers only
+        private final java.util.List<KvCache[]> caches = new java.util.ArrayList<>();               // [slot][layer]: full-attention layers only
+        private final java.util.List<LinearAttentionState[]> states = new java.util.ArrayList<>();  // [slot][layer]: GDN layers only
+        private final Backend backend;
+        private final ModelConfig config;
+        private final Qwen35Family.Geometry geometry;
+        private final int contextTokens;
         final MoeRouting routing;             // one per rank: layers run one after another
         final Rope rope;
         final Buffer qkv;     // [T, C] GDN projection, then conv output in place
@@ -138,16 +142,12 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
             this.rope = rope;
             int t = chunkTokens, h = c.hiddenSize(), d = c.headDim();
             String p = "rank" + g.base().tpRank() + ".";
-            caches = new KvCache[layers.length];
-            states = new LinearAttentionState[layers.length];
+            this.backend = b;
+            this.config = c;
+            this.geometry = g;
+            this.contextTokens = contextTokens;
             ModelConfig.Gdn gd = c.gdn();
-            for (int i = 0; i < layers.length; i++) {
-                if (layers[i].gdn != null) {
-                    states[i] = b.allocateLinearState(g.convChannels(gd), gd.convKernel(), g.valueHeads(), gd.keyHeadDim(), gd.valueHeadDim());
-                } else {
-                    caches[i] = b.allocateKvCache(g.base().kvHeads(), d, contextTokens);
-                }
-            }
+            allocateSlot();
             boolean anyGdn = java.util.Arrays.stream(layers).anyMatch(l -> l.gdn != null);
             boolean anyAttn = java.util.Arrays.stream(layers).anyMatch(l -> l.attention != null);
             qkv = anyGdn ? b.allocate(p + "gdn.qkv", t, g.convChannels(gd)) : null;
@@ -186,6 +186,33 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         Layer layer(int layer) {
             return layers[layer - firstLayer];
         }
+
+        /** The KV cache of a full-attention layer for the sequence in slot. */
+        KvCache cache(int layer, int slot) {
+            while (caches.size() <= slot) allocateSlot();
+            return caches.get(slot)[layer - firstLayer];
+        }
+
+        /** The Gated-DeltaNet state of a linear-attention layer for the sequence in slot. */
+        LinearAttentionState state(int layer, int slot) {
+            while (states.size() <= slot) allocateSlot();
+            return states.get(slot)[layer - firstLayer];
+        }
+
+        private void allocateSlot() {
+            KvCache[] c = new KvCache[layers.length];
+            LinearAttentionState[] st = new LinearAttentionState[layers.length];
+            ModelConfig.Gdn gd = config.gdn();
+            for (int i = 0; i < layers.length; i++) {
+                if (layers[i].gdn != null) {
+                    st[i] = backend.allocateLinearState(geometry.convChannels(gd), gd.convKernel(), geometry.valueHeads(), gd.keyHeadDim(), gd.valueHeadDim());
+                } else {
+                    c[i] = backend.allocateKvCache(geometry.base().kvHeads(), config.headDim(), contextTokens);
+                }
+            }
+            caches.add(c);
+            states.add(st);
+        }
     }
 
     private final ModelConfig config;
@@ -206,7 +233,8 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
     }
 
     @Override
-    public void layer(List<RankShard> stage, int layer, int n, int startPos) {
+    public void layer(List<RankShard> stage, int layer, DecoderModel.Rows rows) {
+        int n = rows.n();
         List<Buffer> partials = new ArrayList<>(stage.size());
         for (RankShard rs : stage) {
             Rank r = ranks[rs.ppStage][rs.geo.tpRank()];
@@ -214,8 +242,8 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
             Buffer x = rs.x.rows(n), xn = rs.xn.rows(n);
             rs.backend.rmsNorm(x, w.attnNorm, config.hiddenSize(), eps, xn);
             rs.trace.record(Trace.ATTN_NORM, layer, xn);
-            if (w.gdn != null) gdn(rs, r, w.gdn, layer, n, startPos);
-            else attention(rs, r, w.attention, layer, n, startPos);
+            if (w.gdn != null) gdn(rs, r, w.gdn, layer, rows);
+            else attention(rs, r, w.attention, layer, rows);
             partials.add(r.proj.rows(n));
         }
         collectives.allReduceSum(partials);
@@ -245,20 +273,24 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
     }
 
     /** The Gated DeltaNet of one rank: its heads' share of out_proj into r.proj. */
-    private void gdn(RankShard rs, Rank r, Gdn w, int layer, int n, int startPos) {
+    private void gdn(RankShard rs, Rank r, Gdn w, int layer, DecoderModel.Rows rows) {
+        int n = rows.n();
         Backend b = rs.backend;
         Trace tr = rs.trace;
         ModelConfig.Gdn g = config.gdn();
         Buffer xn = rs.xn.rows(n), qkv = r.qkv.rows(n), q = r.gq.rows(n), k = r.gk.rows(n), v = r.gv.rows(n), z = r.gz.rows(n);
         Buffer alpha = r.alpha.rows(n), beta = r.beta.rows(n), core = r.core.rows(n);
-        LinearAttentionState state = r.states[layer - r.firstLayer];
         b.matmul(xn, w.qkv, qkv);
         tr.record(GDN_QKV, layer, qkv);
         b.matmul(xn, w.z, z);
         tr.record(GDN_Z, layer, z);
         b.matmul(xn, w.beta, beta);
         b.matmul(xn, w.alpha, alpha);
-        b.causalConv1d(qkv, w.conv, state, startPos, qkv);
+        if (!rows.batched()) {
+            b.causalConv1d(qkv, w.conv, r.state(layer, rows.slot()), rows.startPos(), qkv);
+        } else {   // each row its own sequence: its own conv window
+            for (int i = 0; i < n; i++) b.causalConv1d(qkv.slice(i, 1), w.conv, r.state(layer, rows.slotOf(i)), rows.positionOf(i), qkv.slice(i, 1));
+        }
         tr.record(GDN_CONV, layer, qkv);
         int qkCols = q.cols();
         b.copyColumns(qkv, 0, qkCols, qkCols, q);
@@ -272,7 +304,14 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         b.deltaGates(alpha, beta, w.aLog, w.dtBias, alpha, beta);
         tr.record(GDN_DECAY, layer, alpha);
         tr.record(GDN_BETA, layer, beta);
-        b.gatedDeltaRule(q, k, v, alpha, beta, gdnScale, state, startPos, core);
+        if (!rows.batched()) {
+            b.gatedDeltaRule(q, k, v, alpha, beta, gdnScale, r.state(layer, rows.slot()), rows.startPos(), core);
+        } else {
+            for (int i = 0; i < n; i++) {
+                b.gatedDeltaRule(q.slice(i, 1), k.slice(i, 1), v.slice(i, 1), alpha.slice(i, 1), beta.slice(i, 1), gdnScale,
+                        r.state(layer, rows.slotOf(i)), rows.positionOf(i), core.slice(i, 1));
+            }
+        }
         tr.record(GDN_CORE, layer, core);
         b.rmsNormGated(core, z, w.norm, eps, core);
         tr.record(GDN_NORM, layer, core);
@@ -280,7 +319,8 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
     }
 
     /** Gated full attention of one rank: its heads' share of o_proj into r.proj. */
-    private void attention(RankShard rs, Rank r, Attention w, int layer, int n, int startPos) {
+    private void attention(RankShard rs, Rank r, Attention w, int layer, DecoderModel.Rows rows) {
+        int n = rows.n();
         Backend b = rs.backend;
         Trace tr = rs.trace;
         int d = config.headDim();
@@ -299,12 +339,7 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         b.rmsNorm(k, w.kNorm, d, eps, k);
         tr.record(Trace.Q_NORM, layer, q);
         tr.record(Trace.K_NORM, layer, k);
-        b.rope(q, d, r.rope, startPos);
-        b.rope(k, d, r.rope, startPos);
-        tr.record(Trace.Q_ROPE, layer, q);
-        tr.record(Trace.K_ROPE, layer, k);
-        b.attention(q, k, v, r.caches[layer - r.firstLayer], startPos, attentionScale, att);
-        tr.record(Trace.ATTN_OUT, layer, att);
+        DecoderModel.ropeAndAttend(b, tr, layer, d, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
         b.sigmoidMul(att, gate, att);
         tr.record(ATTN_GATED, layer, att);
         b.matmul(att, w.o, r.proj.rows(n));

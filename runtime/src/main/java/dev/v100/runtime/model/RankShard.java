@@ -22,7 +22,9 @@ final class RankShard {
     final Weight outputNorm;    // [h] F32, last stage only
     final Weight output;        // [vocabRows, h], last stage only
     final Rope rope;
-    final KvCache[] caches;     // per layer of the stage
+    private final java.util.List<KvCache[]> caches;   // [slot][layer of the stage], a slot's made at its first use
+    private final int headDim;
+    private final int contextTokens;
     Trace trace = Trace.off();
 
     final Buffer x;      // [T, h] residual stream
@@ -49,8 +51,10 @@ final class RankShard {
         this.outputNorm = outputNorm;
         this.output = output;
         this.rope = rope;
-        this.caches = new KvCache[layers.length];
-        for (int i = 0; i < layers.length; i++) caches[i] = backend.allocateKvCache(geo.kvHeads(), headDim, contextTokens);
+        this.headDim = headDim;
+        this.contextTokens = contextTokens;
+        this.caches = new java.util.ArrayList<>();
+        cachesOf(0);
         int t = chunkTokens;
         String r = "rank" + geo.tpRank() + "/stage" + ppStage + ".";
         x = backend.allocate(r + "x", t, hidden);
@@ -82,6 +86,8 @@ final class RankShard {
         this.output = output;
         this.rope = null;
         this.caches = null;
+        this.headDim = 0;
+        this.contextTokens = 0;
         String r = "rank" + geo.tpRank() + "/stage" + ppStage + ".";
         x = backend.allocate(r + "x", chunkTokens, hidden);
         xn = backend.allocate(r + "xn", chunkTokens, hidden);
@@ -94,6 +100,20 @@ final class RankShard {
     }
 
     KvCache cache(int layer) {
-        return caches[layer - firstLayer];
+        return cache(layer, 0);
+    }
+
+    /** The KV cache of a layer for the sequence in {@code slot}. */
+    KvCache cache(int layer, int slot) {
+        return cachesOf(slot)[layer - firstLayer];
+    }
+
+    private KvCache[] cachesOf(int slot) {
+        while (caches.size() <= slot) {
+            KvCache[] c = new KvCache[layers.length];
+            for (int i = 0; i < layers.length; i++) c[i] = backend.allocateKvCache(geo.kvHeads(), headDim, contextTokens);
+            caches.add(c);
+        }
+        return caches.get(slot);
     }
 }

@@ -127,6 +127,58 @@ class CudaModelTest {
         }));
     }
 
+    /**
+     * Batched decode on the GPU (one token of each of three sequences per step, each in its own slot and
+     * position: the GEMV's several-row path, per-row RoPE/attention/Gated-DeltaNet with their own caches
+     * and states, graphs replaying) against each sequence decoded alone on the CPU reference.
+     */
+    @TestFactory
+    Stream<DynamicTest> batchedDecodeMatchesSequencesAlone() {
+        TestBundles.Spec base = TestBundles.Spec.llama(GgmlType.F32);
+        record Model(String label, java.util.function.Function<Path, Path> write) {}
+        List<Model> models = List.of(
+                new Model("llama Q4_K/Q6_K", d -> { var s = base.withShape(97, 256, 2, 512, 4, 2, 64).withTypes(GgmlType.Q4_K, GgmlType.Q6_K);
+                    return TestBundles.write(d, s, TestBundles.randomWeights(s, 9), 1, 1); }),
+                new Model("llama Q4_0 tp2", d -> { var s = base.withShape(97, 64, 2, 128, 4, 2, 16).withTypes(GgmlType.Q4_0, GgmlType.Q8_0);
+                    return TestBundles.write(d, s, TestBundles.randomWeights(s, 9), 2, 1); }),
+                new Model("qwen35moe Q8_0", d -> dev.v100.runtime.testing.HybridBundles.write(d, dev.v100.runtime.testing.HybridBundles.small(), GgmlType.Q8_0, 9, 1)));
+        int[][] prompts = {java.util.Arrays.copyOf(PROMPT, 9), {7, 13}, java.util.Arrays.copyOfRange(PROMPT, 3, 30)};
+        return models.stream().map(mo -> DynamicTest.dynamicTest(mo.label(), () -> {
+            device();
+            Path bundle = mo.write().apply(tmp.resolve("batch-" + mo.label().replaceAll("[^A-Za-z0-9]+", "-")));
+            // chunks of 8: prompts too run on the (fp32) GEMV, so only the batching can differ from the CPU
+            ModelOptions opts = new ModelOptions(Verify.CRC, 64, 8);
+            int n = prompts.length, steps = 5;
+            int[] slots = {2, 0, 5};
+            float[][] cpu = new float[n][];
+            try (DecoderModel m = CpuModels.open(bundle, opts, dev.v100.runtime.cpu.CpuBackend.Kernels.REFERENCE)) {
+                for (int i = 0; i < n; i++) {
+                    m.forward(i, prompts[i], 0, false);
+                    cpu[i] = new float[steps * m.vocabSize()];
+                    for (int s = 0; s < steps; s++) {
+                        float[] l = m.forward(i, new int[] {(11 * s + 3 * i + 1) % m.vocabSize()}, prompts[i].length + s, false);
+                        System.arraycopy(l, 0, cpu[i], s * l.length, l.length);
+                    }
+                }
+            }
+            try (DecoderModel gpu = CudaModels.openModel(bundle, opts, options())) {
+                int v = gpu.vocabSize();
+                for (int i = 0; i < n; i++) gpu.forward(slots[i], prompts[i], 0, false);
+                float[][] got = new float[n][steps * v];
+                for (int s = 0; s < steps; s++) {
+                    int[] tokens = new int[n], pos = new int[n];
+                    for (int i = 0; i < n; i++) {
+                        tokens[i] = (11 * s + 3 * i + 1) % v;
+                        pos[i] = prompts[i].length + s;
+                    }
+                    float[] l = gpu.decode(slots, tokens, pos);
+                    for (int i = 0; i < n; i++) System.arraycopy(l, i * v, got[i], s * v, v);
+                }
+                for (int i = 0; i < n; i++) assertModelNmse(got[i], cpu[i], mo.label() + ": sequence " + i + " decoded in a batch of " + n);
+            }
+        }));
+    }
+
     /** The prompt's logits, then n cached decode steps' (fixed tokens). */
     static float[] promptAndSteps(DecoderModel m, int n) {
         int v = m.vocabSize();
