@@ -22,18 +22,19 @@ __device__ __forceinline__ const h16* k_row(const h16* pool, const int* table, i
     return pool + (i64) table[pos / PAGE] * pageStride + ((i64) kvh * PAGE + pos % PAGE) * hd;
 }
 
-// Stores k, v [n, kvHeads * hd] (rounded to fp16) at positions [startPos, startPos + n)
-extern "C" __global__ void kv_store(const float* k, const float* v, int n, int kvHeads, int hd, h16* pool, const int* table, i64 pageStride,
-                                    const int* step) {
-    int startPos = step[STEP_POS];
+// Stores k, v [n, kvHeads * hd] (rounded to fp16) at positions [startPos, startPos + n); in a decode batch
+// (rowTables != null) row t at its own position into its own sequence's cache, block table rowTables[t].
+extern "C" __global__ void kv_store(const float* k, const float* v, int n, int kvHeads, int hd, h16* pool, const int* table,
+                                    const i64* rowTables, i64 pageStride, const int* step) {
     i64 total = (i64) n * kvHeads * hd;
     i64 vOff = (i64) kvHeads * PAGE * hd;
     for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64) gridDim.x * blockDim.x) {
         int d = (int) (i % hd);
         i64 th = i / hd;
         int h = (int) (th % kvHeads), t = (int) (th / kvHeads);
-        int pos = startPos + t;
-        h16* kr = pool + (i64) table[pos / PAGE] * pageStride + ((i64) h * PAGE + pos % PAGE) * hd;
+        int pos = step_pos(step, t);
+        const int* tb = rowTables ? reinterpret_cast<const int*>(rowTables[t]) : table;
+        h16* kr = pool + (i64) tb[pos / PAGE] * pageStride + ((i64) h * PAGE + pos % PAGE) * hd;
         kr[d] = f2h_sat(k[i]);
         kr[vOff + d] = f2h_sat(v[i]);
     }
@@ -50,19 +51,22 @@ __device__ __forceinline__ float block_max(float v, float* red) {
 }
 
 // grid (heads, splits, n), THREADS threads. partO [n, heads, splits, hd], partML [n, heads, splits, 2] (max, sum).
+// Row t attends over [0, step_pos(step, t)]: the chunk's rows in a row, or a decode batch's rows each at its own
+// position in its own cache (rowTables[t], a block table per row; null outside a batch).
 // A split is one page of keys (CHUNK == PAGE): one block-table lookup, its K rows contiguous. Splits past a
 // row's keys write an empty partial (the launcher rounds the split count up to a power of two, so that a
 // replayed decode step keeps its grid for many positions). K and V are read in pairs; blockDim is a multiple
 // of CHUNK and hd of 2 * blockDim / CHUNK.
-extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, i64 pageStride,
-                                       const int* step, float scale, int splits, float* partO, float* partML) {
+extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables,
+                                       i64 pageStride, const int* step, float scale, int splits, float* partO, float* partML) {
     __shared__ float qs[ATTN_MAX_HD];
     __shared__ float p[CHUNK];
     __shared__ float red[32];
     __shared__ float accs[THREADS * 2];
     int h = blockIdx.x, s = blockIdx.y, t = blockIdx.z;
     int tid = threadIdx.x;
-    int len = step[STEP_POS] + t + 1;
+    int len = step_pos(step, t) + 1;
+    if (rowTables) table = reinterpret_cast<const int*>(rowTables[t]);   // a decode batch: row t's own sequence
     int k0 = s * CHUNK, k1 = min(k0 + CHUNK, len);
     int kvh = h / (heads / kvHeads);
     i64 part = ((i64) t * heads + h) * splits + s;

@@ -11,8 +11,16 @@ typedef long long i64;
 
 // The step parameters of a device (CudaDevice.StepParams): one int block the host uploads in stream
 // order before the kernels that read it, so that a captured CUDA graph replays with new values.
-#define STEP_POS 0    // position of row 0 of the ops that take one (rope, KV store, attention)
-#define STEP_IDS 4    // token ids of the embedding gather start here
+#define STEP_POS 0         // position of row 0 of the ops that take one (rope, KV store, attention)
+#define STEP_BATCH 1       // rows of a decode batch, each at its own position; 0: row i is at step[STEP_POS] + i
+#define STEP_ROW_POS 4     // the positions of a decode batch's rows, STEP_MAX_BATCH ints
+#define STEP_MAX_BATCH 16
+#define STEP_IDS 20        // token ids of the embedding gather start here
+
+// The position of row `row` of a position-reading op (rope, KV store, decode attention).
+__device__ __forceinline__ int step_pos(const int* step, int row) {
+    return step[STEP_BATCH] ? step[STEP_ROW_POS + row] : step[STEP_POS] + row;
+}
 
 #define FP16_MAX 65504.0f
 #define INFINITY __int_as_float(0x7f800000)

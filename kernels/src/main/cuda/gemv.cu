@@ -1,8 +1,7 @@
 // Matrix-vector products for decode and small batches: y [n, rows] = x [n, cols] . W^T for n <= 8 token
 // rows, W in any stored type, x and y fp32, fp32 accumulation.
 //
-// gemv_<t> (n = 1) and gemv8_<t> (n <= 8), the fast path: a block of 128 threads owns R consecutive weight
-// rows (4 for n = 1, 2 for n <= 8) and walks them in chunks of CU 32-element units. Per chunk the block
+// gemv_<t> (n = 1), the fast path: a block of 128 threads owns R = 4 consecutive weight rows and walks them in chunks of CU 32-element units. Per chunk the block
 // copies the R rows' stored bytes into shared memory with 16-byte loads (coalesced, all issued before any
 // is used: the bytes in flight that keep the memory busy), then every thread decodes its units of each
 // row from shared memory and dots them with x, whose 32 values per unit it loads once for all R rows.
@@ -10,6 +9,8 @@
 // one coalesced load per block instead of strided 128-byte reads per thread), and the 4/6/8-bit types dot
 // without int-to-float conversions (dot32 below).
 // Needs rowBytes and the weight's address 16-byte aligned and cols a multiple of 32 (the launcher checks).
+//
+// gemv8_<t> (2 <= n <= 8, a decode batch): gemv_small_impl below.
 //
 // gemv_ref_<t>, the reference twin (and the path for weights the fast one does not take): one warp per
 // output row, its lanes walking the row's units straight from global memory. Tests compare the two.
@@ -250,6 +251,71 @@ __device__ __forceinline__ void gemv_fast_impl(const WView& w, const float* x, i
     }
 }
 
+// n <= 8 token rows (a decode batch): every weight byte read once for all n tokens. A warp owns
+// GEMV8_ROWS_PER_WARP rows and walks K in chunks of 32 units, a unit per lane, decoding it straight from
+// global memory (a warp's lanes read consecutive units: coalesced) and dotting it with the n tokens' x,
+// which the block stages per chunk in shared memory: x then costs one L2 read per block, shared by its
+// 4 * GEMV8_ROWS_PER_WARP rows. A lane reads its unit's 32 values of a token as 8 float4 (row stride 36
+// floats: the 8 lanes of each quarter-warp phase hit 32 different banks). Measured on the H200 (8B Q4_K,
+// batch 8, ms of gemv8 per step): this kernel 21.4; with 2 rows a warp 25.1; a block-staged variant (rows'
+// bytes in shared memory first, 16 rows a block) 22.6; the n = 1 kernel's layout with x from global memory
+// per token and row pair 21.6 at 4x the L2 traffic (docs/BENCHMARKS.md).
+#define GEMV8_ROWS_PER_WARP 4
+#define GEMV8_XS_STRIDE 36
+template <int T>
+__device__ __forceinline__ void gemv_small_impl(const WView& w, const float* x, int n, float* y, int rows) {
+    const int RW = GEMV8_ROWS_PER_WARP;
+    __shared__ __align__(16) float xs[GEMV_MAX_N][32][GEMV8_XS_STRIDE];   // [token][unit of the chunk][element]
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    i64 r0 = ((i64) blockIdx.x * (GEMV_THREADS / 32) + warp) * RW;
+    int K = w.cols, units = K >> 5;
+    float acc[GEMV_MAX_N][RW];
+#pragma unroll
+    for (int t = 0; t < GEMV_MAX_N; t++)
+#pragma unroll
+        for (int rr = 0; rr < RW; rr++) acc[t][rr] = 0.f;
+    float v[32];
+    for (int c0 = 0; c0 < units; c0 += 32) {
+        int cu = min(32, units - c0);
+        __syncthreads();   // the previous chunk's x is no longer read
+        for (int i = threadIdx.x; i < n * cu * 32; i += GEMV_THREADS) {
+            int t = i / (cu * 32), e = i - t * (cu * 32);
+            xs[t][e >> 5][e & 31] = x[(i64) t * K + 32 * c0 + e];
+        }
+        __syncthreads();
+        if (lane < cu) {
+#pragma unroll
+            for (int rr = 0; rr < RW; rr++) {
+                if (r0 + rr < rows) {
+                    decode32<T>(w, r0 + rr, c0 + lane, v);
+#pragma unroll
+                    for (int t = 0; t < GEMV_MAX_N; t++) {
+                        if (t < n) {
+                            const float4* xp = reinterpret_cast<const float4*>(&xs[t][lane][0]);
+                            float s = 0.f;
+#pragma unroll
+                            for (int q = 0; q < 8; q++) {
+                                float4 x4 = xp[q];
+                                s += v[4 * q] * x4.x + v[4 * q + 1] * x4.y + v[4 * q + 2] * x4.z + v[4 * q + 3] * x4.w;
+                            }
+                            acc[t][rr] += s;
+                        }
+                    }
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < GEMV_MAX_N; t++)
+#pragma unroll
+        for (int rr = 0; rr < RW; rr++) {
+            if (t < n) {
+                float s = warp_sum(acc[t][rr]);
+                if (lane == 0 && r0 + rr < rows) y[(i64) t * rows + r0 + rr] = s;
+            }
+        }
+}
+
 template <int T>
 __device__ __forceinline__ void gemv_ref_impl(const WView& w, const float* x, int n, float* y, int rows) {
     int lane = threadIdx.x & 31;
@@ -294,7 +360,7 @@ __device__ __forceinline__ void gemv_ref_impl(const WView& w, const float* x, in
         gemv_fast_impl<T, 1, 4>(WEIGHT_VIEW, x, n, y, rows);                                                               \
     }                                                                                                                      \
     extern "C" __global__ void gemv8_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                   \
-        gemv_fast_impl<T, GEMV_MAX_N, 2>(WEIGHT_VIEW, x, n, y, rows);                                                      \
+        gemv_small_impl<T>(WEIGHT_VIEW, x, n, y, rows);                                                                    \
     }                                                                                                                      \
     extern "C" __global__ void gemv_ref_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                \
         gemv_ref_impl<T>(WEIGHT_VIEW, x, n, y, rows);                                                                      \

@@ -33,7 +33,7 @@ public final class KernelCatalog {
     public static final int GEMV_THREADS = 128;
     /** The fast GEMV: weight rows per block for one token row (gemv_*) and for up to GEMV_MAX_TOKENS (gemv8_*). */
     public static final int GEMV_ROWS_PER_BLOCK = 4;
-    public static final int GEMV8_ROWS_PER_BLOCK = 2;
+    public static final int GEMV8_ROWS_PER_BLOCK = 16;   // 4 warps x GEMV8_ROWS_PER_WARP (gemv.cu)
     /** The fast GEMV's alignment: weight address and row stride in bytes (its 16-byte loads), columns in elements. */
     public static final int GEMV_FAST_ALIGN_BYTES = 16;
     public static final int GEMV_FAST_COLS_MULTIPLE = 32;
@@ -56,11 +56,15 @@ public final class KernelCatalog {
     public static final int GDN_MAX_KEY_DIM = 256;
     /**
      * The step block of a device (int32 values the host uploads before the kernels that read them, see
-     * common.cuh): the position of row 0 at {@code STEP_POS}, the token ids of the embedding gather from
-     * {@code STEP_IDS} on.
+     * common.cuh): the position of row 0 at {@code STEP_POS}; in a decode batch its row count at
+     * {@code STEP_BATCH} and each row's position from {@code STEP_ROW_POS} (at most {@code STEP_MAX_BATCH}
+     * rows); the token ids of the embedding gather from {@code STEP_IDS} on.
      */
     public static final int STEP_POS = 0;
-    public static final int STEP_IDS = 4;
+    public static final int STEP_BATCH = 1;
+    public static final int STEP_ROW_POS = 4;
+    public static final int STEP_MAX_BATCH = 16;
+    public static final int STEP_IDS = 20;
     /** Prefill attention: query rows per block; keys per tile for headDim <= 128 (half that above). */
     public static final int ATTN_PREFILL_QUERY_TILE = 32;
     public static final int ATTN_PREFILL_KEY_TILE = 64;

@@ -126,6 +126,25 @@ public interface Backend extends AutoCloseable {
     /** Rotary embedding in place on x [n, heads * headDim]; row i is at position startPos + i. */
     void rope(Buffer x, int headDim, Rope rope, int startPos);
 
+    /** Rotary embedding in place on x [n, heads * headDim] of a decode batch: row i at positions[i]. */
+    default void ropeRows(Buffer x, int headDim, Rope rope, int[] positions) {
+        if (positions.length != x.rows()) throw new BackendException("ropeRows: " + positions.length + " positions for " + x);
+        for (int i = 0; i < positions.length; i++) rope(x.slice(i, 1), headDim, rope, positions[i]);
+    }
+
+    /**
+     * {@link #attention} of a decode batch: row i is one token of its own sequence, stored at positions[i]
+     * of caches[i] and attending over [0, positions[i]] of it.
+     */
+    default void attentionRows(Buffer q, Buffer k, Buffer v, KvCache[] caches, int[] positions, float scale, Buffer out) {
+        if (caches.length != q.rows() || positions.length != q.rows()) {
+            throw new BackendException("attentionRows: " + caches.length + " caches and " + positions.length + " positions for " + q);
+        }
+        for (int i = 0; i < positions.length; i++) {
+            attention(q.slice(i, 1), k.slice(i, 1), v.slice(i, 1), caches[i], positions[i], scale, out.slice(i, 1));
+        }
+    }
+
     /**
      * Causal grouped-query attention. Stores k and v rows at positions [startPos, startPos + n) of the
      * cache, then for every query row i attends over positions [0, startPos + i]. Query head h reads

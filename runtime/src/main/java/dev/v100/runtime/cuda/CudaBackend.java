@@ -466,15 +466,7 @@ public final class CudaBackend implements Backend {
             throw new BackendException("rope: " + xb + " is not heads of " + headDim + " (rotaryDim " + rope.rotaryDim() + ")");
         }
         device.bind();
-        Long freqs = ropeTables.get(rope);
-        if (freqs == null) {
-            float[] f = rope.invFreqShared();
-            long a = device.malloc(4L * f.length, "rope frequencies");
-            allocations.add(a);
-            device.upload(MemorySegment.ofArray(f.clone()), a, "uploading rope frequencies");
-            ropeTables.put(rope, a);
-            freqs = a;
-        }
+        long freqs = ropeFrequencies(rope);
         int heads = xb.cols / headDim;
         long pairs = (long) xb.rows * heads * (rope.rotaryDim() / 2);
         if (pairs == 0) return;
@@ -520,10 +512,10 @@ public final class CudaBackend implements Backend {
         }
         device.setStepPosition(startPos);
         long step = device.stepBlock();
-        device.launch(kKvStore).ptr(kb.address).ptr(vb.address).i32(n).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step)
+        device.launch(kKvStore).ptr(kb.address).ptr(vb.address).i32(n).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).ptr(0).i64(stride).ptr(step)
                 .go(blocks(kvElems), 1, 1, EW, 0);
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
-            device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step).f32(scale)
+            device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).ptr(0).i64(stride).ptr(step).f32(scale)
                     .i32(splits).ptr(partO).ptr(partML).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
             device.launch(kAttnCombine).ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address)
                     .go(heads, n, 1, KernelCatalog.ATTN_THREADS, 0);
@@ -536,6 +528,128 @@ public final class CudaBackend implements Backend {
                     .f32(scale).ptr(ob.address).go(qTiles, heads, 1, KernelCatalog.ATTN_THREADS, smem);
         }
         checked("attention", ob);
+    }
+
+    /** The rope's inverse frequencies on the device (uploaded at first use). */
+    private long ropeFrequencies(Rope rope) {
+        Long freqs = ropeTables.get(rope);
+        if (freqs == null) {
+            float[] f = rope.invFreqShared();
+            long a = device.malloc(4L * f.length, "rope frequencies");
+            allocations.add(a);
+            device.upload(MemorySegment.ofArray(f.clone()), a, "uploading rope frequencies");
+            ropeTables.put(rope, a);
+            freqs = a;
+        }
+        return freqs;
+    }
+
+    @Override
+    public void ropeRows(Buffer x, int headDim, Rope rope, int[] positions) {
+        CudaBuffer xb = buf(x);
+        if (positions.length != xb.rows) throw new BackendException("ropeRows: " + positions.length + " positions for " + xb);
+        if (positions.length > KernelCatalog.STEP_MAX_BATCH) {
+            Backend.super.ropeRows(x, headDim, rope, positions);
+            return;
+        }
+        if (xb.cols % headDim != 0 || rope.rotaryDim() > headDim) {
+            throw new BackendException("ropeRows: " + xb + " is not heads of " + headDim + " (rotaryDim " + rope.rotaryDim() + ")");
+        }
+        device.bind();
+        long freqs = ropeFrequencies(rope);
+        int heads = xb.cols / headDim;
+        long pairs = (long) xb.rows * heads * (rope.rotaryDim() / 2);
+        if (pairs == 0) return;
+        device.setStepRowPositions(positions);
+        device.launch(kRope).ptr(xb.address).i32(xb.rows).i32(heads).i32(headDim).i32(rope.rotaryDim()).ptr(freqs).ptr(device.stepBlock())
+                .go(blocks(pairs), 1, 1, EW, 0);
+        checked("ropeRows", xb);
+    }
+
+    /** Device arrays of block-table addresses, one per decode batch's caches (row i: caches[i]); reused while a batch keeps its sequences. */
+    private final Map<List<Long>, Long> rowTables = new HashMap<>();
+    private static final int MAX_ROW_TABLE_SETS = 4096;
+
+    private long rowTables(CudaKvCache[] caches) {
+        List<Long> key = new ArrayList<>(caches.length);
+        for (CudaKvCache c : caches) key.add(c.table);
+        Long have = rowTables.get(key);
+        if (have != null) return have;
+        if (rowTables.size() >= MAX_ROW_TABLE_SETS) {   // batches of ever new sequences: start over (frees drop the graphs)
+            for (long a : rowTables.values()) {
+                device.free(a);
+                allocations.remove(Long.valueOf(a));
+            }
+            rowTables.clear();
+        }
+        long a = device.malloc(8L * caches.length, "the block tables of a decode batch");
+        allocations.add(a);
+        long[] v = new long[caches.length];
+        for (int i = 0; i < v.length; i++) v[i] = caches[i].table;
+        device.upload(MemorySegment.ofArray(v), a, "uploading a decode batch's block tables");
+        rowTables.put(key, a);
+        return a;
+    }
+
+    /**
+     * A decode batch's attention in one launch of each kernel: kv_store and attn_decode read each row's
+     * position from the step block and its sequence's block table from a per-batch table array.
+     */
+    @Override
+    public void attentionRows(Buffer q, Buffer k, Buffer v, KvCache[] caches, int[] positions, float scale, Buffer out) {
+        CudaBuffer qb = buf(q), kb = buf(k), vb = buf(v), ob = buf(out);
+        int n = qb.rows;
+        if (caches.length != n || positions.length != n) {
+            throw new BackendException("attentionRows: " + caches.length + " caches and " + positions.length + " positions for " + qb);
+        }
+        CudaKvCache[] cs = new CudaKvCache[n];
+        boolean batched = n <= KernelCatalog.STEP_MAX_BATCH;   // the decode kernels take any rows: here each is one key walk
+        for (int i = 0; i < n; i++) {
+            if (!(caches[i] instanceof CudaKvCache c) || c.owner.device != device) throw new BackendException("attentionRows: " + caches[i] + " is not a KV cache of " + name);
+            cs[i] = c;
+            batched &= c.kvHeads == cs[0].kvHeads && c.headDim == cs[0].headDim;
+        }
+        if (!batched) {
+            Backend.super.attentionRows(q, k, v, caches, positions, scale, out);
+            return;
+        }
+        CudaKvCache c0 = cs[0];
+        int kvCols = c0.kvHeads * c0.headDim, hd = c0.headDim;
+        if (kb.cols != kvCols || vb.cols != kvCols || kb.rows != n || vb.rows != n || qb.cols % hd != 0 || (qb.cols / hd) % c0.kvHeads != 0) {
+            throw new BackendException("attentionRows: q " + qb + ", k " + kb + ", v " + vb + " against caches of " + c0.kvHeads + " heads x " + hd);
+        }
+        sameShape(qb, ob);
+        int maxPos = 0;
+        for (int i = 0; i < n; i++) {
+            if (positions[i] < 0 || positions[i] >= cs[i].capacity) {
+                throw new BackendException("attentionRows: position " + positions[i] + " of row " + i + " exceeds the KV cache of " + cs[i].capacity + " tokens");
+            }
+            maxPos = Math.max(maxPos, positions[i]);
+        }
+        if (n == 0) return;
+        device.bind();
+        int heads = qb.cols / hd;
+        for (int i = 0; i < n; i++) cs[i].ensure(positions[i] + 1, name + " layer " + lastLayer);
+        long pool = c0.poolBase(), stride = c0.pageStrideElems();
+        for (CudaKvCache c : cs) {
+            if (c.poolBase() != pool || c.pageStrideElems() != stride) throw new BackendException("attentionRows: caches of one batch in different page pools");
+        }
+        int splits = decodeSplits(maxPos + 1);
+        long parts = (long) n * heads * splits;
+        // scratch and the table array before any launch of this op: growing or making one may free (and drop cached graphs)
+        long partO = device.scratch("attn-partials", 4L * parts * hd);
+        long partML = device.scratch("attn-maxsum", 8L * parts);
+        long tables = rowTables(cs);
+        device.setStepRowPositions(positions);
+        long step = device.stepBlock();
+        long kvElems = (long) n * kvCols;
+        device.launch(kKvStore).ptr(kb.address).ptr(vb.address).i32(n).i32(c0.kvHeads).i32(hd).ptr(pool).ptr(c0.table).ptr(tables).i64(stride).ptr(step)
+                .go(blocks(kvElems), 1, 1, EW, 0);
+        device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c0.kvHeads).i32(hd).ptr(pool).ptr(c0.table).ptr(tables).i64(stride).ptr(step).f32(scale)
+                .i32(splits).ptr(partO).ptr(partML).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
+        device.launch(kAttnCombine).ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address)
+                .go(heads, n, 1, KernelCatalog.ATTN_THREADS, 0);
+        checked("attentionRows", ob);
     }
 
     @Override

@@ -104,7 +104,8 @@ public final class CudaBench {
             long graphLaunches = c1[0] - c0[0], replayed = c1[1] - c0[1], eager = c1[2] - c0[2];
             table.put("decode launches per step", String.format(Locale.ROOT, "%.1f kernels: %.1f replayed by %.2f CUDA graph launches, %.1f launched one by one",
                     (replayed + eager) / (double) steps, replayed / (double) steps, graphLaunches / (double) steps, eager / (double) steps));
-            table.put("decode batch " + BATCH, decodeBatch(m, rnd, start, steps));
+            List<String> batchProfile = new java.util.ArrayList<>();
+            table.put("decode batch " + BATCH, decodeBatch(m, rnd, start, steps, d, batchProfile));
             // the same steps again, every kernel between two events: where the GPU time of a step goes
             d.startProfile();
             Map<String, double[]> profile;
@@ -135,6 +136,10 @@ public final class CudaBench {
                 double ms = e.getValue()[1] / PROFILED_STEPS;
                 out.printf(Locale.ROOT, "  %-28s %6.1f launches %8.3f ms %5.1f %%%n", e.getKey(), e.getValue()[0] / PROFILED_STEPS, ms, 100 * ms / kernelMs);
             }
+            if (!batchProfile.isEmpty()) {
+                out.println("decode batch " + BATCH + " step kernels (GPU time per step, profiled one by one):");
+                for (String line : batchProfile) out.println(line);
+            }
             out.println();
             out.println("| metric | value |");
             out.println("|---|---|");
@@ -157,6 +162,11 @@ public final class CudaBench {
      * random tokens, then decoded together with {@link DecoderModel#decode}: aggregate tokens per second.
      */
     static String decodeBatch(DecoderModel m, SplittableRandom rnd, int start, int steps) {
+        return decodeBatch(m, rnd, start, steps, null, null);
+    }
+
+    /** With a device, also profiles two batch steps kernel by kernel into profileLines. */
+    static String decodeBatch(DecoderModel m, SplittableRandom rnd, int start, int steps, CudaDevice d, List<String> profileLines) {
         if (BATCH > m.chunkTokens()) return "skipped: a pass holds " + m.chunkTokens() + " rows";
         int[] slots = new int[BATCH], next = new int[BATCH], pos = new int[BATCH];
         for (int i = 0; i < BATCH; i++) {
@@ -170,6 +180,23 @@ public final class CudaBench {
         long t0 = System.nanoTime();
         for (int i = 0; i < steps; i++) step(m, slots, next, pos, vocab);
         double s = (System.nanoTime() - t0) / 1e9;
+        if (d != null) {
+            Map<String, double[]> profile;
+            d.startProfile();
+            try {
+                for (int i = 0; i < 2; i++) step(m, slots, next, pos, vocab);
+            } finally {
+                profile = d.stopProfile();
+            }
+            double total = profile.values().stream().mapToDouble(t -> t[1]).sum() / 2;
+            int shown = 0;
+            for (Map.Entry<String, double[]> e : profile.entrySet()) {
+                if (shown++ == 8) break;
+                double ms = e.getValue()[1] / 2;
+                profileLines.add(String.format(Locale.ROOT, "  %-28s %6.1f launches %8.3f ms %5.1f %%", e.getKey(), e.getValue()[0] / 2, ms, 100 * ms / total));
+            }
+            profileLines.add(String.format(Locale.ROOT, "  (%.2f ms of kernels per step of %.2f ms)", total, 1000 * s / steps));
+        }
         return String.format(Locale.ROOT, "%.1f tok/s aggregate (%d sequences, %.2f ms/step, positions %d..%d)", BATCH * steps / s, BATCH,
                 1000 * s / steps, first, pos[0] - 1);
     }

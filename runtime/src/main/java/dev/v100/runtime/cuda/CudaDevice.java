@@ -214,6 +214,11 @@ public final class CudaDevice implements AutoCloseable {
         queue.setPosition(pos);
     }
 
+    /** A decode batch: row i of the position-reading ops at positions[i] (at most KernelCatalog.STEP_MAX_BATCH rows). */
+    void setStepRowPositions(int[] positions) {
+        queue.setRowPositions(positions);
+    }
+
     /** Sets the step token ids; returns where the embedding gather reads them. */
     long setStepTokenIds(int[] ids) {
         queue.setTokenIds(ids);

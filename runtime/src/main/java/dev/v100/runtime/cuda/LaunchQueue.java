@@ -92,6 +92,7 @@ final class LaunchQueue {
     private int idCapacity;
     private int hostNIds;
     private int hostPos = Integer.MIN_VALUE;
+    private int hostBatch;            // rows with their own positions (a decode batch), 0 otherwise
     private boolean stepDirty;
 
     // KV block-table writes waiting for the chunk's prologue: {address, value}
@@ -439,10 +440,31 @@ final class LaunchQueue {
 
     /** Sets the position the next position-reading launches see. */
     void setPosition(int pos) {
-        if (pos == hostPos) return;
+        if (pos == hostPos && hostBatch == 0) return;
         if (chunkReadsPos) endChunk();   // launches recorded so far read the old value
         hostPos = pos;
+        hostBatch = 0;
         hostStep.setAtIndex(ValueLayout.JAVA_INT, KernelCatalog.STEP_POS, pos);
+        hostStep.setAtIndex(ValueLayout.JAVA_INT, KernelCatalog.STEP_BATCH, 0);
+        stepDirty = true;
+        if (state == EAGER) prologue();
+    }
+
+    /** Sets a decode batch's row positions (row i at positions[i]) for the next position-reading launches. */
+    void setRowPositions(int[] positions) {
+        if (positions.length == 0 || positions.length > KernelCatalog.STEP_MAX_BATCH) {
+            throw new IllegalArgumentException(positions.length + " batch rows (1.." + KernelCatalog.STEP_MAX_BATCH + ")");
+        }
+        if (positions.length == hostBatch) {
+            boolean same = true;
+            for (int i = 0; i < positions.length && same; i++) same = hostStep.getAtIndex(ValueLayout.JAVA_INT, KernelCatalog.STEP_ROW_POS + i) == positions[i];
+            if (same) return;
+        }
+        if (chunkReadsPos) endChunk();
+        hostBatch = positions.length;
+        hostPos = Integer.MIN_VALUE;
+        hostStep.setAtIndex(ValueLayout.JAVA_INT, KernelCatalog.STEP_BATCH, positions.length);
+        for (int i = 0; i < positions.length; i++) hostStep.setAtIndex(ValueLayout.JAVA_INT, KernelCatalog.STEP_ROW_POS + i, positions[i]);
         stepDirty = true;
         if (state == EAGER) prologue();
     }

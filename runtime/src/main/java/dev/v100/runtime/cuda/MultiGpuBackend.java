@@ -122,6 +122,16 @@ final class MultiGpuBackend implements Backend {
     }
 
     @Override
+    public void ropeRows(Buffer x, int headDim, Rope rope, int[] positions) {
+        group.post(rank, "ropeRows", () -> inner.ropeRows(x, headDim, rope, positions));
+    }
+
+    @Override
+    public void attentionRows(Buffer q, Buffer k, Buffer v, KvCache[] caches, int[] positions, float scale, Buffer out) {
+        group.post(rank, "attentionRows", () -> inner.attentionRows(q, k, v, caches, positions, scale, out));
+    }
+
+    @Override
     public void rope(Buffer x, int headDim, Rope rope, int startPos) {
         group.post(rank, "rope", () -> inner.rope(x, headDim, rope, startPos));
     }

@@ -306,14 +306,16 @@ public final class DecoderModel implements AutoCloseable {
             b.rope(q, headDim, rope, rows.startPos());
             b.rope(k, headDim, rope, rows.startPos());
             b.attention(q, k, v, cacheOfSlot.apply(rows.slot()), rows.startPos(), scale, att);
-        } else {
-            // row by row, each with one position from start to end: on the GPU its launches form one graph
-            for (int i = 0; i < rows.n(); i++) {
-                Buffer qi = q.slice(i, 1), ki = k.slice(i, 1);
-                b.rope(qi, headDim, rope, rows.positionOf(i));
-                b.rope(ki, headDim, rope, rows.positionOf(i));
-                b.attention(qi, ki, v.slice(i, 1), cacheOfSlot.apply(rows.slotOf(i)), rows.positionOf(i), scale, att.slice(i, 1));
+        } else {   // each row its own sequence: its position, its cache (one launch per op on the GPU)
+            int[] pos = new int[rows.n()];
+            dev.v100.runtime.backend.KvCache[] caches = new dev.v100.runtime.backend.KvCache[rows.n()];
+            for (int i = 0; i < pos.length; i++) {
+                pos[i] = rows.positionOf(i);
+                caches[i] = cacheOfSlot.apply(rows.slotOf(i));
             }
+            b.ropeRows(q, headDim, rope, pos);
+            b.ropeRows(k, headDim, rope, pos);
+            b.attentionRows(q, k, v, caches, pos, scale, att);
         }
         trace.record(Trace.Q_ROPE, layer, q);   // attention reads q and k, never writes them
         trace.record(Trace.K_ROPE, layer, k);

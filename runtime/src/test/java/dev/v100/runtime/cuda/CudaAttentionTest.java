@@ -48,6 +48,65 @@ class CudaAttentionTest {
         }));
     }
 
+    /**
+     * A decode batch's attention (attentionRows: one launch per kernel, each row's position from the step
+     * block and its own cache's block table) against the reference per row, for sequences of different
+     * lengths (page and split edges), then ropeRows against rope row by row.
+     */
+    @Test
+    void decodeBatchRowsEachInTheirOwnCache() {
+        Geometry g = new Geometry(8, 2, 64);
+        int hd = g.headDim(), qCols = g.heads() * hd, kvCols = g.kvHeads() * hd;
+        int[] lengths = {0, 63, 64, 200, 5, 129};   // positions before this step's token
+        float scale = 0.125f;
+        try (CudaBackend b = backend("attn rows")) {
+            SplittableRandom rnd = new SplittableRandom(5);
+            int n = lengths.length;
+            KvCache[] caches = new KvCache[n];
+            float[][] kAll = new float[n][], vAll = new float[n][];
+            for (int i = 0; i < n; i++) {
+                int cap = lengths[i] + 2;
+                caches[i] = b.allocateKvCache(g.kvHeads(), hd, cap);
+                kAll[i] = halves(rnd, cap * kvCols, 1);
+                vAll[i] = halves(rnd, cap * kvCols, 1);
+                if (lengths[i] > 0) {
+                    int m = lengths[i];
+                    Buffer q0 = b.allocate("q0", m, qCols), k0 = b.allocate("k0", m, kvCols), v0 = b.allocate("v0", m, kvCols);
+                    b.write(q0, halves(rnd, m * qCols, 1), 0);
+                    b.write(k0, kAll[i], 0);
+                    b.write(v0, vAll[i], 0);
+                    b.attention(q0, k0, v0, caches[i], 0, scale, b.allocate("o0", m, qCols));
+                }
+            }
+            float[] q = halves(rnd, n * qCols, 1), k = new float[n * kvCols], v = new float[n * kvCols];
+            for (int i = 0; i < n; i++) {
+                System.arraycopy(kAll[i], lengths[i] * kvCols, k, i * kvCols, kvCols);
+                System.arraycopy(vAll[i], lengths[i] * kvCols, v, i * kvCols, kvCols);
+            }
+            Buffer qb = b.allocate("q", n, qCols), kb = b.allocate("k", n, kvCols), vb = b.allocate("v", n, kvCols), ob = b.allocate("o", n, qCols);
+            b.write(qb, q, 0);
+            b.write(kb, k, 0);
+            b.write(vb, v, 0);
+            b.attentionRows(qb, kb, vb, caches, lengths, scale, ob);
+            float[] got = b.read(ob);
+            for (int i = 0; i < n; i++) {
+                float[] ref = new float[qCols];
+                int[] pos = {lengths[i]};
+                RefOps.attention(Arrays.copyOfRange(q, i * qCols, (i + 1) * qCols), 0, 1, g.heads(), g.kvHeads(), hd, kAll[i], vAll[i], pos, scale, ref, 0);
+                double e = nmse(Arrays.copyOfRange(got, i * qCols, (i + 1) * qCols), ref);
+                assertTrue(e <= ATTENTION_NMSE, "batch row " + i + " at position " + lengths[i] + ": NMSE " + e);
+            }
+            // rope of a batch: each row at its own position, as rope row by row
+            dev.v100.runtime.backend.Rope rope = dev.v100.runtime.backend.Rope.of(new dev.v100.formats.bundle.ModelConfig.Rope(10000, hd, "neox", null, false), null);
+            Buffer x1 = b.allocate("x1", n, qCols), x2 = b.allocate("x2", n, qCols);
+            b.write(x1, q, 0);
+            b.write(x2, q, 0);
+            b.ropeRows(x1, hd, rope, lengths);
+            for (int i = 0; i < n; i++) b.rope(x2.slice(i, 1), hd, rope, lengths[i]);
+            assertArrayEquals(b.read(x2), b.read(x1), "ropeRows vs rope per row");
+        }
+    }
+
     static void check(CudaBackend b, Geometry g, int startPos, int n, SplittableRandom rnd) {
         int hd = g.headDim(), qCols = g.heads() * hd, kvCols = g.kvHeads() * hd, capacity = startPos + n + 3;
         float scale = (float) (1 / Math.sqrt(hd));
