@@ -62,13 +62,13 @@ public final class V100Run implements Runnable {
     }
 
     /** The engine `serve` loads: the bundle on the chosen backend with its tokenizer and chat template. */
-    static Engine openEngine(Path bundle, String backend) {
+    static Engine openEngine(Path bundle, String backend, int maxBatch) {
         if (backend.equals("cuda")) {
-            return dev.v100.runtime.cuda.CudaEngine.open(bundle, ModelOptions.defaults().withChunkTokens(ModelArgs.CUDA_CHUNK_TOKENS),
+            return dev.v100.runtime.cuda.CudaEngine.open(bundle, ModelOptions.defaults().withChunkTokens(ModelArgs.CUDA_CHUNK_TOKENS).withMaxBatch(maxBatch),
                     dev.v100.runtime.cuda.CudaOptions.defaults().withProgress(line -> System.err.println("[cuda] " + line)), BundleText::load);
         }
         if (!backend.equals("cpu")) throw new ModelArgs.UnsupportedBackendException("the " + backend + " backend is not built; use --backend cpu or cuda");
-        return CpuEngine.open(bundle, ModelOptions.defaults(), CpuBackend.Kernels.FAST, BundleText::load);
+        return CpuEngine.open(bundle, ModelOptions.defaults().withMaxBatch(maxBatch), CpuBackend.Kernels.FAST, BundleText::load);
     }
 
     static final class VersionProvider implements CommandLine.IVersionProvider {

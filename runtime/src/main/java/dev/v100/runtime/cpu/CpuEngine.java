@@ -13,12 +13,16 @@ import java.util.Set;
 import java.util.function.Function;
 
 /**
- * An {@link Engine} on the CPU backend: every rank of the bundle emulated in this process, one
- * generation at a time.
+ * An {@link Engine} on the CPU backend: every rank of the bundle emulated in this process; up to
+ * {@code ModelOptions.maxBatch} generations at once, decoded together.
  */
 public final class CpuEngine extends ModelEngine {
     public CpuEngine(String modelId, DecoderModel model, TextModel text, Set<Integer> extraEosIds) {
         super(modelId, model, text, extraEosIds);
+    }
+
+    public CpuEngine(String modelId, DecoderModel model, TextModel text, Set<Integer> extraEosIds, int maxBatch) {
+        super(modelId, model, text, extraEosIds, maxBatch);
     }
 
     /**
@@ -32,7 +36,7 @@ public final class CpuEngine extends ModelEngine {
             Set<Integer> eos = eosIdsOf(bundle);
             CpuBackend backend = new CpuBackend(kernels);
             DecoderModel model = DecoderModels.build(bundle, opts, rank -> backend, new CpuCollectives(), true);
-            return new CpuEngine(modelIdOf(bundlePath), model, text, eos);
+            return new CpuEngine(modelIdOf(bundlePath), model, text, eos, opts.maxBatch());
         } catch (RuntimeException e) {
             bundle.close();
             throw e;

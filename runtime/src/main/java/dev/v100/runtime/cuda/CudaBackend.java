@@ -461,19 +461,23 @@ public final class CudaBackend implements Backend {
 
     @Override
     public void rope(Buffer x, int headDim, Rope rope, int startPos) {
-        CudaBuffer xb = buf(x);
+        launchRope("rope", buf(x), headDim, rope, () -> device.setStepPosition(startPos));
+    }
+
+    /** rope_neox over x; {@code positions} sets the step block's position(s) right before the launch. */
+    private void launchRope(String op, CudaBuffer xb, int headDim, Rope rope, Runnable positions) {
         if (xb.cols % headDim != 0 || rope.rotaryDim() > headDim) {
-            throw new BackendException("rope: " + xb + " is not heads of " + headDim + " (rotaryDim " + rope.rotaryDim() + ")");
+            throw new BackendException(op + ": " + xb + " is not heads of " + headDim + " (rotaryDim " + rope.rotaryDim() + ")");
         }
         device.bind();
         long freqs = ropeFrequencies(rope);
         int heads = xb.cols / headDim;
         long pairs = (long) xb.rows * heads * (rope.rotaryDim() / 2);
         if (pairs == 0) return;
-        device.setStepPosition(startPos);
+        positions.run();
         device.launch(kRope).ptr(xb.address).i32(xb.rows).i32(heads).i32(headDim).i32(rope.rotaryDim()).ptr(freqs).ptr(device.stepBlock())
                 .go(blocks(pairs), 1, 1, EW, 0);
-        checked("rope", xb);
+        checked(op, xb);
     }
 
     @Override
@@ -552,18 +556,7 @@ public final class CudaBackend implements Backend {
             Backend.super.ropeRows(x, headDim, rope, positions);
             return;
         }
-        if (xb.cols % headDim != 0 || rope.rotaryDim() > headDim) {
-            throw new BackendException("ropeRows: " + xb + " is not heads of " + headDim + " (rotaryDim " + rope.rotaryDim() + ")");
-        }
-        device.bind();
-        long freqs = ropeFrequencies(rope);
-        int heads = xb.cols / headDim;
-        long pairs = (long) xb.rows * heads * (rope.rotaryDim() / 2);
-        if (pairs == 0) return;
-        device.setStepRowPositions(positions);
-        device.launch(kRope).ptr(xb.address).i32(xb.rows).i32(heads).i32(headDim).i32(rope.rotaryDim()).ptr(freqs).ptr(device.stepBlock())
-                .go(blocks(pairs), 1, 1, EW, 0);
-        checked("ropeRows", xb);
+        launchRope("ropeRows", xb, headDim, rope, () -> device.setStepRowPositions(positions));
     }
 
     /** Device arrays of block-table addresses, one per decode batch's caches (row i: caches[i]); reused while a batch keeps its sequences. */

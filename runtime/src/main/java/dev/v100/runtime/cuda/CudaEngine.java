@@ -12,12 +12,15 @@ import java.util.List;
 import java.util.Set;
 import java.util.function.Function;
 
-/** An {@link Engine} on one GPU (every rank of the bundle on it) or one rank per GPU: one generation at a time. */
+/**
+ * An {@link Engine} on one GPU (every rank of the bundle on it) or one rank per GPU: up to
+ * {@code ModelOptions.maxBatch} generations at once, decoded together.
+ */
 public final class CudaEngine extends ModelEngine {
     private final CudaModels.Loaded loaded;   // null when the ranks run on several GPUs
 
-    private CudaEngine(String modelId, DecoderModel model, CudaModels.Loaded loaded, TextModel text, Set<Integer> extraEos) {
-        super(modelId, model, text, extraEos);
+    private CudaEngine(String modelId, DecoderModel model, CudaModels.Loaded loaded, TextModel text, Set<Integer> extraEos, int maxBatch) {
+        super(modelId, model, text, extraEos, maxBatch);
         this.loaded = loaded;
     }
 
@@ -42,10 +45,10 @@ public final class CudaEngine extends ModelEngine {
             throw e;
         }
         if (gpus.size() > 1) {
-            return new CudaEngine(modelIdOf(bundlePath), MultiGpuModels.load(bundle, opts, cuda, gpus).model(), null, text, eos);
+            return new CudaEngine(modelIdOf(bundlePath), MultiGpuModels.load(bundle, opts, cuda, gpus).model(), null, text, eos, opts.maxBatch());
         }
         CudaModels.Loaded loaded = CudaModels.load(bundle, opts, cuda.withDevice(gpus.get(0)));
-        return new CudaEngine(modelIdOf(bundlePath), loaded.model(), loaded, text, eos);
+        return new CudaEngine(modelIdOf(bundlePath), loaded.model(), loaded, text, eos, opts.maxBatch());
     }
 
     /** How the model got onto its GPU; null when it runs on several. */

@@ -10,15 +10,22 @@ import java.util.function.Supplier;
 /**
  * The generate loop every engine shares: one prefill of the prompt, then one decode step per token,
  * sampling, stop tokens, stop strings (with held-back text), max tokens, the context limit and
- * cancellation. The model is reset per call (the prompt always starts at position 0).
+ * cancellation. Each call takes a sequence slot of the {@link DecodeBatcher} (its prompt starts at
+ * position 0 of that slot); concurrent calls, up to the batcher's max batch, decode together.
  */
 public final class GenerateLoop {
     private final DecoderModel model;
+    private final DecodeBatcher batcher;
     private final Supplier<TextStream> textStreams;
     private final Set<Integer> eosIds;
 
     public GenerateLoop(DecoderModel model, Supplier<TextStream> textStreams, Set<Integer> eosIds) {
-        this.model = model;
+        this(new DecodeBatcher(model, 1), textStreams, eosIds);
+    }
+
+    public GenerateLoop(DecodeBatcher batcher, Supplier<TextStream> textStreams, Set<Integer> eosIds) {
+        this.batcher = batcher;
+        this.model = batcher.model();
         this.textStreams = textStreams;
         this.eosIds = Set.copyOf(eosIds);
     }
@@ -42,8 +49,8 @@ public final class GenerateLoop {
         TextStream detok = textStreams.get();
         FinishReason finish = null;
         String error = null;
-        try {
-            float[] logits = model.forward(prompt, 0, false);
+        try (DecodeBatcher.Sequence seq = batcher.open()) {
+            float[] logits = seq.prefill(prompt);
             int pos = prompt.length;
             while (finish == null) {
                 if (cancel.isCancelled()) {
@@ -77,7 +84,7 @@ public final class GenerateLoop {
                     break;
                 }
                 if (finish != null) break;
-                logits = model.forward(new int[] {tok}, pos, false);
+                logits = seq.decode(tok, pos);
                 pos++;
             }
         } catch (RuntimeException e) {

@@ -11,23 +11,41 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * An {@link Engine} over a loaded {@link DecoderModel} and its tokenizer/chat template, one generation at a
- * time: what every backend's engine shares (the backends differ only in how they open the model).
+ * An {@link Engine} over a loaded {@link DecoderModel} and its tokenizer/chat template: what every
+ * backend's engine shares (the backends differ only in how they open the model). Up to {@code maxBatch}
+ * generations run at once, each in its own sequence slot, their decode steps batched ({@link DecodeBatcher}).
  */
 public class ModelEngine implements Engine {
     private final String modelId;
     private final DecoderModel model;
     private final TextModel text;
+    private final DecodeBatcher batcher;
     private final GenerateLoop loop;
 
     /** extraEosIds: end-of-sequence ids beyond the tokenizer's own (the bundle's generation config). */
     protected ModelEngine(String modelId, DecoderModel model, TextModel text, Set<Integer> extraEosIds) {
+        this(modelId, model, text, extraEosIds, 1);
+    }
+
+    /** maxBatch: generations that may run at once (sequence slots), their decode steps batched. */
+    protected ModelEngine(String modelId, DecoderModel model, TextModel text, Set<Integer> extraEosIds, int maxBatch) {
         this.modelId = modelId;
         this.model = model;
         this.text = text;
         Set<Integer> eos = new HashSet<>(text.eosIds());
         eos.addAll(extraEosIds);
-        this.loop = new GenerateLoop(model, text::stream, eos);
+        this.batcher = new DecodeBatcher(model, maxBatch);
+        this.loop = new GenerateLoop(batcher, text::stream, eos);
+    }
+
+    /** The batcher of this engine's generations (its counters say how batches formed). */
+    public DecodeBatcher batcher() {
+        return batcher;
+    }
+
+    @Override
+    public int maxConcurrentSequences() {
+        return batcher.maxBatch();
     }
 
     /** The model id a bundle is served as: its file or directory name without {@code .tar} / {@code .v100}. */
@@ -79,7 +97,7 @@ public class ModelEngine implements Engine {
     }
 
     @Override
-    public synchronized GenerationResult generate(GenerationRequest request, TokenSink sink, Cancellation cancellation) {
+    public GenerationResult generate(GenerationRequest request, TokenSink sink, Cancellation cancellation) {
         return loop.run(request, sink, cancellation);
     }
 

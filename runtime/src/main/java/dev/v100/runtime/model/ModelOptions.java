@@ -6,12 +6,18 @@ import dev.v100.runtime.load.Verify;
  * @param verify        CRC checking of the mapped tensors
  * @param contextTokens KV cache length per sequence; 0 = the model's maxPositionEmbeddings
  * @param chunkTokens   most tokens per forward step (prefill is cut into chunks of this size)
+ * @param maxBatch      generations an engine runs at once, their decode steps batched (each its own KV cache)
  */
-public record ModelOptions(Verify verify, int contextTokens, int chunkTokens) {
+public record ModelOptions(Verify verify, int contextTokens, int chunkTokens, int maxBatch) {
     public static final int DEFAULT_CHUNK_TOKENS = 64;
 
     public ModelOptions {
         if (contextTokens < 0 || chunkTokens < 1) throw new IllegalArgumentException("contextTokens " + contextTokens + ", chunkTokens " + chunkTokens);
+        if (maxBatch < 1 || maxBatch > chunkTokens) throw new IllegalArgumentException("maxBatch " + maxBatch + " (1.." + chunkTokens + ", the rows of a pass)");
+    }
+
+    public ModelOptions(Verify verify, int contextTokens, int chunkTokens) {
+        this(verify, contextTokens, chunkTokens, 1);
     }
 
     public static ModelOptions defaults() {
@@ -19,14 +25,18 @@ public record ModelOptions(Verify verify, int contextTokens, int chunkTokens) {
     }
 
     public ModelOptions withContextTokens(int n) {
-        return new ModelOptions(verify, n, chunkTokens);
+        return new ModelOptions(verify, n, chunkTokens, maxBatch);
     }
 
     public ModelOptions withVerify(Verify v) {
-        return new ModelOptions(v, contextTokens, chunkTokens);
+        return new ModelOptions(v, contextTokens, chunkTokens, maxBatch);
     }
 
     public ModelOptions withChunkTokens(int n) {
-        return new ModelOptions(verify, contextTokens, n);
+        return new ModelOptions(verify, contextTokens, n, maxBatch);
+    }
+
+    public ModelOptions withMaxBatch(int n) {
+        return new ModelOptions(verify, contextTokens, chunkTokens, n);
     }
 }

@@ -10,7 +10,8 @@ public interface EngineFactory {
     /**
      * Loads a bundle for serving; may take minutes (the server answers 503 "Loading model" meanwhile).
      *
-     * @param backend "cpu" or "cuda"
+     * @param backend  "cpu" or "cuda"
+     * @param maxBatch generations the engine runs at once, their decode steps batched
      */
-    Engine open(Path bundle, String backend) throws Exception;
+    Engine open(Path bundle, String backend, int maxBatch) throws Exception;
 }

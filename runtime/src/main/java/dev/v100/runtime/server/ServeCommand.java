@@ -55,6 +55,11 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--backend", defaultValue = "cpu", description = "cpu or cuda (default: ${DEFAULT-VALUE})")
     private String backend;
 
+    @Option(names = "--max-batch", defaultValue = "1",
+            description = {"requests generated at once, each in its own KV cache, their decode steps batched into one pass",
+                    "(weights read once for all; default: ${DEFAULT-VALUE}, one at a time, the rest wait in the queue)"})
+    private int maxBatch;
+
     @Option(names = "--default-max-tokens", defaultValue = "0",
             description = "max_tokens when a request gives none; 0 = the rest of the context (default: ${DEFAULT-VALUE})")
     private int defaultMaxTokens;
@@ -117,7 +122,7 @@ public final class ServeCommand implements Callable<Integer> {
 
         Engine e;
         try {
-            e = factory.open(bundle, backend);
+            e = factory.open(bundle, backend, maxBatch);
         } catch (Exception | LinkageError ex) {
             err.println("serve: cannot load " + bundle + " on " + backend + ": " + ex.getMessage());
             err.flush();

@@ -25,7 +25,7 @@ class ServeCommandTest {
         CountDownLatch loaded = new CountDownLatch(1);
         ScriptedEngine engine = new ScriptedEngine();
         AtomicReference<String> seenBackend = new AtomicReference<>();
-        ServeCommand serve = new ServeCommand((path, backend) -> {
+        ServeCommand serve = new ServeCommand((path, backend, maxBatch) -> {
             assertEquals(bundle, path);
             seenBackend.set(backend);
             loaded.await();                               // the server is up and "loading" meanwhile
@@ -57,7 +57,7 @@ class ServeCommandTest {
 
     @Test
     void loadFailureExitsWithOneAndAMessage() {
-        ServeCommand serve = new ServeCommand((path, backend) -> {
+        ServeCommand serve = new ServeCommand((path, backend, maxBatch) -> {
             throw new java.io.IOException("manifest.json is missing");
         });
         StringWriter err = new StringWriter();
@@ -69,7 +69,7 @@ class ServeCommandTest {
 
     @Test
     void badArgumentsExitWithTwo() {
-        ServeCommand serve = new ServeCommand((path, backend) -> {
+        ServeCommand serve = new ServeCommand((path, backend, maxBatch) -> {
             throw new AssertionError("must not load");
         });
         StringWriter err = new StringWriter();

@@ -1,0 +1,223 @@
+package dev.v100.runtime.engine;
+
+import dev.v100.runtime.model.DecoderModel;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Lets up to {@code maxBatch} generations share one {@link DecoderModel}: each holds a sequence slot (its own
+ * KV caches), every model call is serialized, and the decode steps of the sequences that are decoding are
+ * joined into one {@link DecoderModel#decode} pass, which reads the weights once for all of them.
+ *
+ * <p>A thread with a step to run queues it; whoever takes the model first leads: it waits (at most
+ * {@link #JOIN_NANOS}) until every decoding sequence has queued its step, runs them all as one batch and
+ * hands each thread its logits row. A sequence alone runs as a plain one-token forward.
+ */
+public final class DecodeBatcher {
+    /** How long a leader waits for the other decoding sequences to queue their steps (they are sampling). */
+    static final long JOIN_NANOS = 2_000_000;
+
+    private final DecoderModel model;
+    private final int maxBatch;
+    private final ReentrantLock modelLock = new ReentrantLock(true);
+    private final Object lock = new Object();            // guards everything below
+    private final ArrayDeque<Step> waiting = new ArrayDeque<>();
+    private final boolean[] slotTaken;
+    private int decoding;                                 // open sequences past their prefill
+    private int largestBatch;
+    private long batches;
+
+    public DecodeBatcher(DecoderModel model, int maxBatch) {
+        if (maxBatch < 1 || maxBatch > Math.min(DecoderModel.MAX_SLOTS, model.chunkTokens())) {
+            throw new IllegalArgumentException("max batch " + maxBatch + " (1.." + Math.min(DecoderModel.MAX_SLOTS, model.chunkTokens())
+                    + ": sequence slots, and rows of one pass)");
+        }
+        this.model = model;
+        this.maxBatch = maxBatch;
+        this.slotTaken = new boolean[maxBatch];
+    }
+
+    public DecoderModel model() {
+        return model;
+    }
+
+    public int maxBatch() {
+        return maxBatch;
+    }
+
+    /** The most sequences one decode pass has run so far. */
+    public int largestBatch() {
+        synchronized (lock) {
+            return largestBatch;
+        }
+    }
+
+    /** Decode passes run so far. */
+    public long batches() {
+        synchronized (lock) {
+            return batches;
+        }
+    }
+
+    /** Takes a free slot; close the sequence to give it back. */
+    public Sequence open() {
+        synchronized (lock) {
+            for (int s = 0; s < maxBatch; s++) {
+                if (!slotTaken[s]) {
+                    slotTaken[s] = true;
+                    return new Sequence(s);
+                }
+            }
+        }
+        throw new IllegalStateException("all " + maxBatch + " sequence slots are in use");
+    }
+
+    /** One generation's sequence: its prompt at position 0 of its slot, then one token per step. */
+    public final class Sequence implements AutoCloseable {
+        private final int slot;
+        private boolean decodingNow;
+        private boolean closed;
+
+        private Sequence(int slot) {
+            this.slot = slot;
+        }
+
+        /** Runs the prompt from position 0 (the slot's earlier contents are overwritten); logits of its last token. */
+        public float[] prefill(int[] prompt) {
+            float[] logits;
+            modelLock.lock();
+            try {
+                logits = model.forward(slot, prompt, 0, false);
+            } finally {
+                modelLock.unlock();
+            }
+            synchronized (lock) {
+                if (!decodingNow) {
+                    decodingNow = true;
+                    decoding++;
+                }
+            }
+            return logits;
+        }
+
+        /** Runs token at pos (after the prefill and every earlier step), batched with the other sequences' steps. */
+        public float[] decode(int token, int pos) {
+            return step(new Step(slot, token, pos));
+        }
+
+        @Override
+        public void close() {
+            synchronized (lock) {
+                if (closed) return;
+                closed = true;
+                if (decodingNow) decoding--;
+                slotTaken[slot] = false;
+                lock.notifyAll();   // a leader waiting for this sequence's step stops waiting
+            }
+        }
+    }
+
+    private static final class Step {
+        final int slot, token, pos;
+        float[] logits;
+        RuntimeException error;
+        boolean done;
+
+        Step(int slot, int token, int pos) {
+            this.slot = slot;
+            this.token = token;
+            this.pos = pos;
+        }
+    }
+
+    private float[] step(Step s) {
+        synchronized (lock) {
+            waiting.add(s);
+            lock.notifyAll();
+        }
+        while (true) {
+            synchronized (lock) {
+                if (s.done) break;
+            }
+            if (modelLock.tryLock()) {
+                try {
+                    lead();
+                } finally {
+                    modelLock.unlock();
+                }
+                synchronized (lock) {
+                    lock.notifyAll();
+                }
+                continue;
+            }
+            synchronized (lock) {
+                if (!s.done) {
+                    try {
+                        lock.wait(1);   // the leader notifies; the timeout covers a model lock freed by a prefill
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new IllegalStateException("interrupted while waiting for a decode step", e);
+                    }
+                }
+            }
+        }
+        if (s.error != null) throw s.error;
+        return s.logits;
+    }
+
+    /** With the model lock: gathers the queued steps (waiting briefly for the decoding sequences' steps) and runs them. */
+    private void lead() {
+        List<Step> batch = new ArrayList<>();
+        synchronized (lock) {
+            long deadline = System.nanoTime() + JOIN_NANOS;
+            while (waiting.size() < decoding && waiting.size() < maxBatch) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) break;
+                try {
+                    lock.wait(Math.max(1, left / 1_000_000), (int) (left % 1_000_000));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+            while (!waiting.isEmpty() && batch.size() < maxBatch) batch.add(waiting.poll());
+        }
+        if (batch.isEmpty()) return;
+        float[][] rows = new float[batch.size()][];
+        RuntimeException error = null;
+        try {
+            if (batch.size() == 1) {
+                Step s = batch.getFirst();
+                rows[0] = model.forward(s.slot, new int[] {s.token}, s.pos, false);
+            } else {
+                int n = batch.size(), vocab = model.vocabSize();
+                int[] slots = new int[n], tokens = new int[n], pos = new int[n];
+                for (int i = 0; i < n; i++) {
+                    slots[i] = batch.get(i).slot;
+                    tokens[i] = batch.get(i).token;
+                    pos[i] = batch.get(i).pos;
+                }
+                float[] all = model.decode(slots, tokens, pos);
+                for (int i = 0; i < n; i++) rows[i] = java.util.Arrays.copyOfRange(all, i * vocab, (i + 1) * vocab);
+            }
+        } catch (RuntimeException e) {
+            error = e;
+        } catch (Error e) {   // every step of the batch must finish, or its threads would wait for ever
+            error = new IllegalStateException("decode step failed: " + e, e);
+        }
+        synchronized (lock) {
+            batches++;
+            largestBatch = Math.max(largestBatch, batch.size());
+            for (int i = 0; i < batch.size(); i++) {
+                Step s = batch.get(i);
+                s.logits = rows[i];
+                s.error = error;
+                s.done = true;
+            }
+            lock.notifyAll();
+        }
+    }
+}

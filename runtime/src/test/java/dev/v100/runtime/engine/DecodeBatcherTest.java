@@ -1,0 +1,116 @@
+package dev.v100.runtime.engine;
+
+import dev.v100.formats.ggml.GgmlType;
+import dev.v100.runtime.cpu.CpuModels;
+import dev.v100.runtime.load.Verify;
+import dev.v100.runtime.model.DecoderModel;
+import dev.v100.runtime.model.ModelOptions;
+import dev.v100.runtime.testing.TestBundles;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Concurrent generations through one {@link DecodeBatcher}: each gets exactly the tokens it gets alone
+ * (greedy), their decode steps really run as batches, and slots come back for the next requests.
+ */
+class DecodeBatcherTest {
+    @TempDir
+    Path tmp;
+
+    static final int[][] PROMPTS = {{1, 5, 96, 0}, {7, 13}, {64, 3, 88, 9, 9, 2}, {42}};
+    static final int MAX_TOKENS = 20;
+
+    static final class Toy implements TextStream {
+        @Override public String push(int tokenId) { return "<" + tokenId + ">"; }
+
+        @Override public String flush() { return ""; }
+    }
+
+    static GenerationRequest req(int[] prompt) {
+        return new GenerationRequest(prompt, SamplingParams.greedy(), MAX_TOKENS, List.of(), Set.of(), true);
+    }
+
+    @Test
+    void concurrentGenerationsBatchAndEachGetsWhatItGetsAlone() throws Exception {
+        TestBundles.Spec s = TestBundles.Spec.llama(GgmlType.Q8_0).withShape(97, 64, 2, 128, 4, 2, 16);
+        Path b = TestBundles.write(tmp.resolve("m"), s, TestBundles.randomWeights(s, 3), 1, 1);
+        ModelOptions opts = new ModelOptions(Verify.NONE, 64, 8);
+        int n = PROMPTS.length;
+        int[][] alone = new int[n][];
+        try (DecoderModel m = CpuModels.open(b, opts)) {
+            GenerateLoop loop = new GenerateLoop(m, Toy::new, Set.of());
+            for (int i = 0; i < n; i++) alone[i] = loop.run(req(PROMPTS[i]), (t, d) -> true, new Cancellation()).tokens();
+        }
+        try (DecoderModel m = CpuModels.open(b, opts)) {
+            DecodeBatcher batcher = new DecodeBatcher(m, n);
+            GenerateLoop loop = new GenerateLoop(batcher, Toy::new, Set.of());
+            ExecutorService pool = Executors.newFixedThreadPool(n);
+            try {
+                for (int round = 0; round < 2; round++) {   // the second round reuses the slots the first gave back
+                    CyclicBarrier firstTokens = new CyclicBarrier(n);   // every sequence prefilled before any decodes
+                    List<Future<GenerationResult>> results = new ArrayList<>();
+                    for (int i = 0; i < n; i++) {
+                        int[] prompt = PROMPTS[i];
+                        results.add(pool.submit(() -> {
+                            boolean[] first = {true};
+                            return loop.run(req(prompt), (t, d) -> {
+                                if (first[0]) {
+                                    first[0] = false;
+                                    try {
+                                        firstTokens.await(30, TimeUnit.SECONDS);
+                                    } catch (Exception e) {
+                                        throw new IllegalStateException(e);
+                                    }
+                                }
+                                return true;
+                            }, new Cancellation());
+                        }));
+                    }
+                    for (int i = 0; i < n; i++) {
+                        GenerationResult r = results.get(i).get(60, TimeUnit.SECONDS);
+                        assertEquals(FinishReason.LENGTH, r.finishReason(), "sequence " + i + ": " + r.errorMessage());
+                        assertArrayEquals(alone[i], r.tokens(), "round " + round + ", sequence " + i + " batched vs alone");
+                    }
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            assertTrue(batcher.largestBatch() >= 2, "decode steps must have run together, largest batch " + batcher.largestBatch());
+            assertTrue(batcher.batches() < 2L * n * (MAX_TOKENS - 1), batcher.batches() + " passes for " + 2 * n * (MAX_TOKENS - 1) + " steps");
+        }
+    }
+
+    @Test
+    void slotsAreBoundedAndComeBack() {
+        TestBundles.Spec s = TestBundles.Spec.llama(GgmlType.F32);
+        Path b = TestBundles.write(tmp.resolve("slots"), s, TestBundles.randomWeights(s, 4), 1, 1);
+        try (DecoderModel m = CpuModels.open(b, new ModelOptions(Verify.NONE, 16, 4))) {
+            assertThrows(IllegalArgumentException.class, () -> new DecodeBatcher(m, 5), "more sequences than rows of a pass");
+            DecodeBatcher batcher = new DecodeBatcher(m, 2);
+            DecodeBatcher.Sequence a = batcher.open(), c = batcher.open();
+            assertThrows(IllegalStateException.class, batcher::open, "both slots taken");
+            a.close();
+            try (DecodeBatcher.Sequence d = batcher.open()) {
+                float[] logits = d.prefill(new int[] {1, 2, 3});
+                assertEquals(m.vocabSize(), logits.length);
+                assertEquals(m.vocabSize(), d.decode(4, 3).length);
+            }
+            c.close();
+        }
+    }
+}
