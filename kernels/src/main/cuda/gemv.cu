@@ -251,15 +251,17 @@ __device__ __forceinline__ void gemv_fast_impl(const WView& w, const float* x, i
     }
 }
 
-// n <= 8 token rows (a decode batch): every weight byte read once for all n tokens. A warp owns
+// n <= 8 token rows (a decode batch): every weight byte read once for all n tokens (x 16-byte aligned, which
+// the launcher checks). A warp owns
 // GEMV8_ROWS_PER_WARP rows and walks K in chunks of 32 units, a unit per lane, decoding it straight from
 // global memory (a warp's lanes read consecutive units: coalesced) and dotting it with the n tokens' x,
 // which the block stages per chunk in shared memory: x then costs one L2 read per block, shared by its
 // 4 * GEMV8_ROWS_PER_WARP rows. A lane reads its unit's 32 values of a token as 8 float4 (row stride 36
 // floats: the 8 lanes of each quarter-warp phase hit 32 different banks). Measured on the H200 (8B Q4_K,
-// batch 8, ms of gemv8 per step): this kernel 21.4; with 2 rows a warp 25.1; a block-staged variant (rows'
-// bytes in shared memory first, 16 rows a block) 22.6; the n = 1 kernel's layout with x from global memory
-// per token and row pair 21.6 at 4x the L2 traffic (docs/BENCHMARKS.md).
+// batch 8, ms of gemv8 per step): this kernel 20.9 (21.4 with x staged by scalar loads); with 2 rows a
+// warp 25.1; a block-staged variant (rows' bytes in shared memory first, 16 rows a block) 22.6; the n = 1
+// kernel's layout with x from global memory per token and row pair 21.6 (docs/BENCHMARKS.md). None is
+// near the 4.2 GB / 4.2 TB/s a step would need; what bounds it is not established.
 #define GEMV8_ROWS_PER_WARP 4
 #define GEMV8_XS_STRIDE 36
 template <int T>
@@ -278,9 +280,26 @@ __device__ __forceinline__ void gemv_small_impl(const WView& w, const float* x, 
     for (int c0 = 0; c0 < units; c0 += 32) {
         int cu = min(32, units - c0);
         __syncthreads();   // the previous chunk's x is no longer read
-        for (int i = threadIdx.x; i < n * cu * 32; i += GEMV_THREADS) {
-            int t = i / (cu * 32), e = i - t * (cu * 32);
-            xs[t][e >> 5][e & 31] = x[(i64) t * K + 32 * c0 + e];
+        {   // x's chunk as float4: every load of this thread issued before the first store (all in flight at once)
+            const int PER = GEMV_MAX_N * 32 * 8 / GEMV_THREADS;
+            int total = n * cu * 8;
+            float4 buf[PER];
+#pragma unroll
+            for (int k = 0; k < PER; k++) {
+                int i = threadIdx.x + k * GEMV_THREADS;
+                if (i < total) {
+                    int t = i / (cu * 8), e4 = i - t * (cu * 8);
+                    buf[k] = reinterpret_cast<const float4*>(x + (i64) t * K + 32 * c0)[e4];
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < PER; k++) {
+                int i = threadIdx.x + k * GEMV_THREADS;
+                if (i < total) {
+                    int t = i / (cu * 8), e4 = i - t * (cu * 8);
+                    *reinterpret_cast<float4*>(&xs[t][e4 >> 3][4 * (e4 & 7)]) = buf[k];
+                }
+            }
         }
         __syncthreads();
         if (lane < cu) {
