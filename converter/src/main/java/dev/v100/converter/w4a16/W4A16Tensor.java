@@ -205,15 +205,13 @@ public final class W4A16Tensor implements LayoutTensor {
                 int[] g = source.columnGroups(r);
                 if (g != groups && !Arrays.equals(g, groups)) return Optional.empty();
             }
-            long[] keys = new long[k];
-            for (int c = 0; c < k; c++) keys[c] = ((long) groups[c] << 32) | c;
-            Arrays.sort(keys);
+            long[] keys = byGroup(k, c -> groups[c]);
             order[m] = new int[k];
             int run = 0;
             for (int j = 0; j < k; j++) {
                 order[m][j] = (int) keys[j];
                 run++;
-                if (j + 1 == k || keys[j + 1] >>> 32 != keys[j] >>> 32) {
+                if (groupEnds(keys, j)) {
                     if (run % RUN != 0) return Optional.empty();
                     while (run % maxGroup != 0) maxGroup /= 2;
                     run = 0;
@@ -322,8 +320,7 @@ public final class W4A16Tensor implements LayoutTensor {
 
     private Cut cut(BundleManifest.Slice slice, String tensorName, int tp) {
         if (!source.scattered()) return plainCut(slice, tensorName, tp);
-        Cut c = cuts.computeIfAbsent(slice == null ? WHOLE : slice, s -> indexedCut(slice, tensorName));
-        return c;
+        return cuts.computeIfAbsent(slice == null ? WHOLE : slice, s -> indexedCut(slice, tensorName));
     }
 
     /**
@@ -362,10 +359,8 @@ public final class W4A16Tensor implements LayoutTensor {
         // per matrix: local columns sorted by (group, position); per group size, the padded width
         long[][] sorted = new long[matrices][];
         for (int m = 0; m < matrices; m++) {
-            long[] keys = new long[kLocal];
-            for (int i = 0; i < kLocal; i++) keys[i] = ((long) groups[m][srcCol[i]] << 32) | i;
-            Arrays.sort(keys);
-            sorted[m] = keys;
+            int[] g = groups[m];
+            sorted[m] = byGroup(kLocal, i -> g[srcCol[i]]);
         }
         int bestG = 0;
         long bestCols = Long.MAX_VALUE;
@@ -386,11 +381,23 @@ public final class W4A16Tensor implements LayoutTensor {
             int j = 0;
             for (int i = 0; i < keys.length; i++) {
                 index[m * k2 + j++] = (int) keys[i];
-                boolean groupEnds = i + 1 == keys.length || keys[i + 1] >>> 32 != keys[i] >>> 32;
-                if (groupEnds) j = (j + bestG - 1) / bestG * bestG;
+                if (groupEnds(keys, i)) j = (j + bestG - 1) / bestG * bestG;
             }
         }
         return new Part(rowsAndCols.rowRuns(), rowsAndCols.rows(), colRanges, kLocal, bestG, index, k2);
+    }
+
+    /** Positions 0..n-1 sorted by group, stably: key {@code group << 32 | position}, the position in the low half. */
+    private static long[] byGroup(int n, java.util.function.IntUnaryOperator groupOf) {
+        long[] keys = new long[n];
+        for (int i = 0; i < n; i++) keys[i] = ((long) groupOf.applyAsInt(i) << 32) | i;
+        Arrays.sort(keys);
+        return keys;
+    }
+
+    /** Whether sorted key i is the last of its group. */
+    private static boolean groupEnds(long[] keys, int i) {
+        return i + 1 == keys.length || keys[i + 1] >>> 32 != keys[i] >>> 32;
     }
 
     /** Columns of one matrix with each group's run padded to a multiple of g. */
@@ -398,7 +405,7 @@ public final class W4A16Tensor implements LayoutTensor {
         long width = 0, run = 0;
         for (int i = 0; i < sortedKeys.length; i++) {
             run++;
-            if (i + 1 == sortedKeys.length || sortedKeys[i + 1] >>> 32 != sortedKeys[i] >>> 32) {
+            if (groupEnds(sortedKeys, i)) {
                 width += (run + g - 1) / g * g;
                 run = 0;
             }

@@ -409,10 +409,7 @@ public final class CpuBackend implements Backend {
             if (q.index != null) {   // act-order: each slot's input gathered through its expert's index
                 int k2 = Math.toIntExact(q.geometry.cols());
                 float[] g = new float[slots * k2];
-                for (int s = 0; s < slots; s++) {
-                    float[] one = q.gather(xb.data, xb.offset + (perSlot ? s : s / r.topK) * xb.cols, 1, r.ids[s]);
-                    System.arraycopy(one, 0, g, s * k2, k2);
-                }
+                for (int s = 0; s < slots; s++) q.gatherRow(xb.data, xb.offset + (perSlot ? s : s / r.topK) * xb.cols, r.ids[s], g, s * k2);
                 W4A16Cpu.expertMatmul(q.blob, q.geometry, q.expertRows, g, 0, true, n, r.topK, r.ids, ob.data, ob.offset);
                 return;
             }

@@ -40,15 +40,18 @@ final class CpuW4A16Weight implements Weight {
 
     /** x [rows, inputCols] gathered into [rows, stored cols] through matrix m's index (-1: 0). */
     float[] gather(float[] x, int xOff, int rows, int m) {
-        int k2 = Math.toIntExact(geometry.cols());
-        float[] g = new float[rows * k2];
-        for (int i = 0; i < rows; i++) {
-            for (int j = 0; j < k2; j++) {
-                int c = index[m * k2 + j];
-                g[i * k2 + j] = c < 0 ? 0f : x[xOff + i * inputCols + c];
-            }
-        }
+        float[] g = new float[rows * Math.toIntExact(geometry.cols())];
+        for (int i = 0; i < rows; i++) gatherRow(x, xOff + i * inputCols, m, g, i * (int) geometry.cols());
         return g;
+    }
+
+    /** One input row from x[xOff..] gathered through matrix m's index into dst[dstOff..] (stored cols values). */
+    void gatherRow(float[] x, int xOff, int m, float[] dst, int dstOff) {
+        int k2 = Math.toIntExact(geometry.cols());
+        for (int j = 0; j < k2; j++) {
+            int c = index[m * k2 + j];
+            dst[dstOff + j] = c < 0 ? 0f : x[xOff + c];
+        }
     }
 
     @Override public String name() { return name; }

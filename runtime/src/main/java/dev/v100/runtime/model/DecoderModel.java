@@ -143,10 +143,8 @@ public final class DecoderModel implements AutoCloseable {
             throw new IllegalArgumentException("positions [" + startPos + ", " + (startPos + n) + ") exceed the context of "
                     + contextTokens + " tokens");
         }
+        checkTokens(tokens);
         int vocab = config.vocabSize();
-        for (int t : tokens) {
-            if (t < 0 || t >= vocab) throw new IllegalArgumentException("token id " + t + " outside the vocabulary of " + vocab);
-        }
         float[] out = new float[(allLogits ? n : 1) * vocab];
         for (int c0 = 0; c0 < n; c0 += chunkTokens) {
             int m = Math.min(chunkTokens, n - c0);
@@ -173,6 +171,7 @@ public final class DecoderModel implements AutoCloseable {
             throw new IllegalArgumentException(n + " slots, " + tokens.length + " tokens and " + positions.length + " positions for one decode batch");
         }
         if (n > chunkTokens) throw new IllegalArgumentException("a decode batch of " + n + " rows exceeds the " + chunkTokens + " rows of a pass");
+        checkTokens(tokens);
         int vocab = config.vocabSize();
         java.util.Set<Integer> seen = new java.util.HashSet<>();
         for (int i = 0; i < n; i++) {
@@ -181,7 +180,6 @@ public final class DecoderModel implements AutoCloseable {
             if (positions[i] < 0 || positions[i] >= contextTokens) {
                 throw new IllegalArgumentException("position " + positions[i] + " exceeds the context of " + contextTokens + " tokens");
             }
-            if (tokens[i] < 0 || tokens[i] >= vocab) throw new IllegalArgumentException("token id " + tokens[i] + " outside the vocabulary of " + vocab);
         }
         float[] out = new float[n * vocab];
         runChunk(tokens.clone(), Rows.batch(slots.clone(), positions.clone()), 0, n, out, 0);
@@ -190,6 +188,13 @@ public final class DecoderModel implements AutoCloseable {
 
     /** Sequence slots a model may use: each costs its KV caches (paged on the GPU: only what it holds). */
     public static final int MAX_SLOTS = 64;
+
+    private void checkTokens(int[] tokens) {
+        int vocab = config.vocabSize();
+        for (int t : tokens) {
+            if (t < 0 || t >= vocab) throw new IllegalArgumentException("token id " + t + " outside the vocabulary of " + vocab);
+        }
+    }
 
     private static void checkSlot(int slot) {
         if (slot < 0 || slot >= MAX_SLOTS) throw new IllegalArgumentException("sequence slot " + slot + " outside 0.." + (MAX_SLOTS - 1));
