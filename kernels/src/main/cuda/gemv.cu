@@ -1,14 +1,20 @@
 // Matrix-vector products for decode and small batches: y [n, rows] = x [n, cols] . W^T for n <= 8 token
 // rows, W in any stored type, x and y fp32, fp32 accumulation.
 //
-// gemv_<t> (n = 1), the fast path: a block of 128 threads owns R = 4 consecutive weight rows and walks them in chunks of CU 32-element units. Per chunk the block
-// copies the R rows' stored bytes into shared memory with 16-byte loads (coalesced, all issued before any
-// is used: the bytes in flight that keep the memory busy), then every thread decodes its units of each
-// row from shared memory and dots them with x, whose 32 values per unit it loads once for all R rows.
-// For n = 1 the block also stages x's chunk in shared memory (transposed: conflict-free per-unit reads;
-// one coalesced load per block instead of strided 128-byte reads per thread), and the 4/6/8-bit types dot
-// without int-to-float conversions (dot32 below).
-// Needs rowBytes and the weight's address 16-byte aligned and cols a multiple of 32 (the launcher checks).
+// gemv_<t> (n = 1), the fast path, one of three kernels per type (GemvPlan below: the one measured fastest on
+// the H200 for that type by tools/device/gemv_lab.cu on the shapes of an 8B layer, docs/BENCHMARKS.md; the
+// launcher takes the rows per block from KernelCatalog.gemvRowsPerBlock, which mirrors the plan):
+// - staged (gemv_fast_impl, 4 rows a block): the block copies the rows' chunk of stored bytes into shared
+//   memory with 16-byte loads (coalesced, all issued before any is used), stages x's chunk transposed in
+//   shared memory, and every thread decodes its units of each row from there. Types whose blocks are not
+//   16-byte aligned (Q8_0, Q6_K, Q4_0, ...) and the rest that were not measured otherwise.
+// - direct (gemv_direct_impl, 8 rows a block): a thread per 32-element unit, its 8 rows' bytes straight from
+//   global memory, x's 32 values read once (float4, through L1) for all 8 rows. F16 and W4A16.
+// - Q4_K (gemv_q4k_impl, 4 rows a block): a thread per 16 stored bytes (32 weights of two sub-blocks), the
+//   nibbles moved to fixed mantissa positions by one shift per two (fewer instructions than dot32's per-nibble
+//   shifts: the H200 kernel was bound by instruction issue).
+// The 4/6/8-bit dots never convert integers to floats (dot32 and q4k below). Needs rowBytes and the weight's
+// address 16-byte aligned and cols a multiple of 32 (the launcher checks).
 //
 // gemv8_<t> (2 <= n <= 8, a decode batch): gemv_small_impl below.
 //
@@ -150,6 +156,24 @@ __device__ __forceinline__ float dot32<WT_Q8_0>(const unsigned char* row, int ul
     return d * (256.f * (acc - xsum) - 128.f * xsum);
 }
 
+// The block's per-thread partial sums of R rows -> y[r0 + rr] (rows past the matrix are not written).
+template <int R>
+__device__ __forceinline__ void gemv_block_rows_out(float* acc, float (*red)[R], i64 r0, int rows, float* y) {
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+#pragma unroll
+    for (int rr = 0; rr < R; rr++) {
+        float s = warp_sum(acc[rr]);
+        if (lane == 0) red[warp][rr] = s;
+    }
+    __syncthreads();
+    if (tid < R && r0 + tid < rows) {
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < GEMV_THREADS / 32; k++) s += red[k][tid];
+        y[r0 + tid] = s;
+    }
+}
+
 template <int T, int NT, int R>
 __device__ __forceinline__ void gemv_fast_impl(const WView& w, const float* x, int n, float* y, int rows) {
     const int CU = Chunk<T>::CU, BB = Geo<T>::BB, UPB = Geo<T>::UPB;
@@ -249,6 +273,124 @@ __device__ __forceinline__ void gemv_fast_impl(const WView& w, const float* x, i
             y[(i64) t * rows + r0 + rr] = s;
         }
     }
+}
+
+#define GEMV_STAGED_ROWS 4
+#define GEMV_DIRECT_ROWS 8
+#define GEMV_Q4K_ROWS 4
+
+// direct: a block of GEMV_THREADS owns R rows, a thread per unit (strided by the block), x's unit read once
+// for the R rows (row indices clamped so that every load is unconditional; only valid rows are written)
+template <int T, int R>
+__device__ __forceinline__ void gemv_direct_impl(const WView& w, const float* __restrict__ x, float* y, int rows) {
+    __shared__ float red[GEMV_THREADS / 32][R];
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    i64 r0 = (i64) blockIdx.x * R;
+    int units = w.cols >> 5;
+    float acc[R];
+#pragma unroll
+    for (int rr = 0; rr < R; rr++) acc[rr] = 0.f;
+    for (int u = tid; u < units; u += GEMV_THREADS) {
+        float xv[32], xsum = 0.f;
+        const float4* xp = reinterpret_cast<const float4*>(x + 32 * u);
+#pragma unroll
+        for (int q = 0; q < 8; q++) {
+            float4 t = __ldg(xp + q);
+            xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
+        }
+#pragma unroll
+        for (int i = 0; i < 32; i++) xsum += xv[i];
+#pragma unroll
+        for (int rr = 0; rr < R; rr++) {
+            i64 r = min(r0 + rr, (i64) rows - 1);
+            acc[rr] += dot32<T>(w.data + r * w.rowBytes, u, w, r, u, xv, xsum);
+        }
+    }
+    gemv_block_rows_out<R>(acc, red, r0, rows, y);
+}
+
+// 1 + q / 256 and 1 + q / 16 for the nibble at bits 15..18, 19..22 of t
+__device__ __forceinline__ float one_plus_q15(unsigned t) { return __int_as_float((t & 0x00078000u) | 0x3F800000u); }
+__device__ __forceinline__ float one_plus_q19(unsigned t) { return __int_as_float((t & 0x00780000u) | 0x3F800000u); }
+
+// Q4_K, a thread per item of 16 stored bytes: item i of a row is super-block i / 8, qs bytes 32 jj + 16 h ..
+// + 16 (jj = (i / 2) % 4, h = i % 2, fixed per thread since GEMV_THREADS is a multiple of 8); their low nibbles
+// are elements 16h.. of sub-block 2jj (unit A), the high ones of sub-block 2jj + 1 (unit B). Word v holds 4
+// bytes; v << 15, v << 7, v >> 1, v >> 9 put byte 0..3's low nibble at bit 15 and its high nibble at bit 19,
+// so two accumulators per row (1 + q/256 and 1 + q/16 times x) minus the x sums give both units' sum q x.
+template <int R>
+__device__ __forceinline__ void gemv_q4k_impl(const WView& w, const float* __restrict__ x, float* y, int rows) {
+    __shared__ float red[GEMV_THREADS / 32][R];
+    int tid = threadIdx.x;
+    i64 r0 = (i64) blockIdx.x * R;
+    int items = w.cols >> 5;
+    float acc[R];
+#pragma unroll
+    for (int rr = 0; rr < R; rr++) acc[rr] = 0.f;
+    const int h = tid & 1, jj = (tid >> 1) & 3;
+    for (int it = tid; it < items; it += GEMV_THREADS) {
+        int sb = it >> 3, uA = 8 * sb + 2 * jj;
+        float xa[16], xb[16], sa = 0.f, sb16 = 0.f;
+        const float4* pa = reinterpret_cast<const float4*>(x + 32 * uA + 16 * h);
+        const float4* pb = reinterpret_cast<const float4*>(x + 32 * (uA + 1) + 16 * h);
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            float4 a = __ldg(pa + q), b = __ldg(pb + q);
+            xa[4 * q] = a.x; xa[4 * q + 1] = a.y; xa[4 * q + 2] = a.z; xa[4 * q + 3] = a.w;
+            xb[4 * q] = b.x; xb[4 * q + 1] = b.y; xb[4 * q + 2] = b.z; xb[4 * q + 3] = b.w;
+        }
+#pragma unroll
+        for (int i = 0; i < 16; i++) { sa += xa[i]; sb16 += xb[i]; }
+#pragma unroll
+        for (int rr = 0; rr < R; rr++) {
+            i64 r = min(r0 + rr, (i64) rows - 1);
+            const unsigned char* b = w.data + r * w.rowBytes + 144 * sb;
+            uint4 hd = __ldg(reinterpret_cast<const uint4*>(b));                        // d, dmin, scales[12]
+            uint4 qv = __ldg(reinterpret_cast<const uint4*>(b + 16 + 32 * jj + 16 * h));
+            unsigned v[4] = {qv.x, qv.y, qv.z, qv.w};
+            float a15 = 0.f, a19 = 0.f;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                unsigned t0 = v[k] << 15, t1 = v[k] << 7, t2 = v[k] >> 1, t3 = v[k] >> 9;
+                a15 = fmaf(one_plus_q15(t0), xa[4 * k], a15);     a19 = fmaf(one_plus_q19(t0), xb[4 * k], a19);
+                a15 = fmaf(one_plus_q15(t1), xa[4 * k + 1], a15); a19 = fmaf(one_plus_q19(t1), xb[4 * k + 1], a19);
+                a15 = fmaf(one_plus_q15(t2), xa[4 * k + 2], a15); a19 = fmaf(one_plus_q19(t2), xb[4 * k + 2], a19);
+                a15 = fmaf(one_plus_q15(t3), xa[4 * k + 3], a15); a19 = fmaf(one_plus_q19(t3), xb[4 * k + 3], a19);
+            }
+            // scale_min_k4 of sub-blocks 2jj and 2jj + 1 from the 12 scale bytes in hd.y, hd.z, hd.w
+            unsigned q0 = hd.y, q4 = hd.z, q8 = hd.w;
+            int scA, mA, scB, mB;
+            if (jj < 2) {
+                int sh = 16 * jj;
+                scA = (q0 >> sh) & 63; scB = (q0 >> (sh + 8)) & 63;
+                mA = (q4 >> sh) & 63;  mB = (q4 >> (sh + 8)) & 63;
+            } else {
+                int sh = 16 * (jj - 2);
+                unsigned e8 = q8 >> sh, e0 = q0 >> sh, e4 = q4 >> sh;
+                scA = (e8 & 15) | (((e0 >> 6) & 3) << 4);       scB = ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
+                mA = ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4); mB = ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
+            }
+            float d = h2f((h16) (hd.x & 0xffffu)), dmin = h2f((h16) (hd.x >> 16));
+            acc[rr] += d * ((float) scA * (256.f * (a15 - sa)) + (float) scB * (16.f * (a19 - sb16))) - dmin * ((float) mA * sa + (float) mB * sb16);
+        }
+    }
+    gemv_block_rows_out<R>(acc, red, r0, rows, y);
+}
+
+// Which n = 1 kernel a type runs (see the top of this file); KernelCatalog.gemvRowsPerBlock mirrors ROWS.
+#define GEMV_PLAN_STAGED 0
+#define GEMV_PLAN_DIRECT 1
+#define GEMV_PLAN_Q4K 2
+template <int T> struct GemvPlan { static const int KIND = GEMV_PLAN_STAGED, ROWS = GEMV_STAGED_ROWS; };
+template <> struct GemvPlan<WT_F16> { static const int KIND = GEMV_PLAN_DIRECT, ROWS = GEMV_DIRECT_ROWS; };
+template <> struct GemvPlan<WT_W4A16> { static const int KIND = GEMV_PLAN_DIRECT, ROWS = GEMV_DIRECT_ROWS; };
+template <> struct GemvPlan<WT_Q4_K> { static const int KIND = GEMV_PLAN_Q4K, ROWS = GEMV_Q4K_ROWS; };
+
+template <int T>
+__device__ __forceinline__ void gemv_one_impl(const WView& w, const float* x, float* y, int rows) {
+    if (GemvPlan<T>::KIND == GEMV_PLAN_DIRECT) gemv_direct_impl<T, GemvPlan<T>::ROWS>(w, x, y, rows);
+    else if (GemvPlan<T>::KIND == GEMV_PLAN_Q4K) gemv_q4k_impl<GemvPlan<T>::ROWS>(w, x, y, rows);
+    else gemv_fast_impl<T, 1, GemvPlan<T>::ROWS>(w, x, 1, y, rows);
 }
 
 // n <= 8 token rows (a decode batch): every weight byte read once for all n tokens (x 16-byte aligned, which
@@ -376,7 +518,7 @@ __device__ __forceinline__ void gemv_ref_impl(const WView& w, const float* x, in
 
 #define GEMV(SUFFIX, T)                                                                                                    \
     extern "C" __global__ void gemv_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                    \
-        gemv_fast_impl<T, 1, 4>(WEIGHT_VIEW, x, n, y, rows);                                                               \
+        gemv_one_impl<T>(WEIGHT_VIEW, x, y, rows);                                                                         \
     }                                                                                                                      \
     extern "C" __global__ void gemv8_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                   \
         gemv_small_impl<T>(WEIGHT_VIEW, x, n, y, rows);                                                                    \

@@ -31,8 +31,14 @@ public final class KernelCatalog {
     public static final int NORM_MAX_THREADS = 1024;
     /** GEMV: threads per block (the reference twin: one warp per output row). */
     public static final int GEMV_THREADS = 128;
-    /** The fast GEMV: weight rows per block for one token row (gemv_*) and for up to GEMV_MAX_TOKENS (gemv8_*). */
-    public static final int GEMV_ROWS_PER_BLOCK = 4;
+    /**
+     * The fast GEMV for one token row (gemv_*): weight rows per block of its three kernels (gemv.cu's GemvPlan:
+     * staged, direct, Q4_K); {@link #gemvRowsPerBlock} says which a type runs. For up to GEMV_MAX_TOKENS (gemv8_*):
+     * GEMV8_ROWS_PER_BLOCK.
+     */
+    public static final int GEMV_STAGED_ROWS = 4;
+    public static final int GEMV_DIRECT_ROWS = 8;
+    public static final int GEMV_Q4K_ROWS = 4;
     public static final int GEMV8_ROWS_PER_BLOCK = 16;   // 4 warps x GEMV8_ROWS_PER_WARP (gemv.cu)
     /** The fast GEMV's alignment: weight address and row stride in bytes (its 16-byte loads), columns in elements. */
     public static final int GEMV_FAST_ALIGN_BYTES = 16;
@@ -116,6 +122,15 @@ public final class KernelCatalog {
 
     private static void add(String module, String name, int threads, int dyn) {
         if (BY_NAME.put(name, new Kernel(module, name, threads, dyn)) != null) throw new AssertionError("kernel " + name + " twice");
+    }
+
+    /** Weight rows per block of gemv_{suffix}: as gemv.cu's GemvPlan (direct for f16 and w4a16, the Q4_K kernel, else staged). */
+    public static int gemvRowsPerBlock(String suffix) {
+        return switch (suffix) {
+            case "f16", W4A16_SUFFIX -> GEMV_DIRECT_ROWS;
+            case "q4_K" -> GEMV_Q4K_ROWS;
+            default -> GEMV_STAGED_ROWS;
+        };
     }
 
     /** The GGML suffixes and W4A16: the types the matmul kernels exist for. */

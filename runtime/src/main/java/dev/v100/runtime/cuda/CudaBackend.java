@@ -379,11 +379,11 @@ public final class CudaBackend implements Backend {
         return w.fastGemv && x.address % KernelCatalog.GEMV_FAST_ALIGN_BYTES == 0;
     }
 
-    /** gemv_* (one token row, GEMV_ROWS_PER_BLOCK weight rows per block) or gemv8_* (up to 8, GEMV8_ROWS_PER_BLOCK). */
+    /** gemv_* (one token row, the type's rows per block: KernelCatalog.gemvRowsPerBlock) or gemv8_* (up to 8, GEMV8_ROWS_PER_BLOCK). */
     void gemvFast(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         if (!fastGemvTakes(x, w)) throw new BackendException("the fast GEMV needs 16-byte alignment and whole 32-column units: " + w + ", x " + x);
         boolean one = x.rows == 1;
-        int per = one ? KernelCatalog.GEMV_ROWS_PER_BLOCK : KernelCatalog.GEMV8_ROWS_PER_BLOCK;
+        int per = one ? w.kernels.gemvRows() : KernelCatalog.GEMV8_ROWS_PER_BLOCK;
         w.params(device.launch(one ? w.kernels.gemv() : w.kernels.gemv8())).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
                 .go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_THREADS, 0);
     }

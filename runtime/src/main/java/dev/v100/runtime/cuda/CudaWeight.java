@@ -1,5 +1,7 @@
 package dev.v100.runtime.cuda;
 
+import dev.v100.kernels.cuda.KernelCatalog;
+
 import dev.v100.formats.ggml.GgmlType;
 import dev.v100.runtime.backend.Weight;
 
@@ -35,11 +37,11 @@ final class CudaWeight implements Weight {
     final boolean fastGemv;
 
     /** The kernels of one weight type (suffix): decode GEMV (fast for 1 and up to 8 rows, reference), GEMM, dequant, MoE, gather. */
-    record Kernels(CudaKernel gemv, CudaKernel gemv8, CudaKernel gemvRef, CudaKernel gemm, CudaKernel dequant, CudaKernel expert,
+    record Kernels(CudaKernel gemv, int gemvRows, CudaKernel gemv8, CudaKernel gemvRef, CudaKernel gemm, CudaKernel dequant, CudaKernel expert,
                    CudaKernel embed) {
         static Kernels of(CudaDevice d, String suffix) {
-            return new Kernels(d.kernel("gemv_" + suffix), d.kernel("gemv8_" + suffix), d.kernel("gemv_ref_" + suffix), d.kernel("gemm_" + suffix),
-                    d.kernel("dequant_" + suffix), d.kernel("expert_gemv_" + suffix), d.kernel("embed_" + suffix));
+            return new Kernels(d.kernel("gemv_" + suffix), KernelCatalog.gemvRowsPerBlock(suffix), d.kernel("gemv8_" + suffix), d.kernel("gemv_ref_" + suffix),
+                    d.kernel("gemm_" + suffix), d.kernel("dequant_" + suffix), d.kernel("expert_gemv_" + suffix), d.kernel("embed_" + suffix));
         }
     }
 
