@@ -59,10 +59,10 @@ __device__ __forceinline__ float block_max(float v, float* red) {
 // of CHUNK and hd of 2 * blockDim / CHUNK.
 extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables,
                                        i64 pageStride, const int* step, float scale, int splits, float* partO, float* partML) {
-    __shared__ float qs[ATTN_MAX_HD];
+    __shared__ __align__(16) float qs[ATTN_MAX_HD];
     __shared__ float p[CHUNK];
     __shared__ float red[32];
-    __shared__ float accs[THREADS * 2];
+    __shared__ __align__(16) float accs[THREADS * 8];
     int h = blockIdx.x, s = blockIdx.y, t = blockIdx.z;
     int tid = threadIdx.x;
     int len = step_pos(step, t) + 1;
@@ -81,8 +81,36 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
     const h16* vb = kb + (i64) kvHeads * PAGE * hd;
     __syncthreads();
     int cnt = k1 - k0, pairs = hd >> 1;
-    {   // Q K^T: tpk = blockDim / CHUNK threads per key, each over a contiguous quarter/half of the head dims
-        // (its loads independent of each other, so they are all in flight at once); hd % (2 tpk) == 0
+    int c8 = hd >> 3;   // 16-byte chunks (8 halves) of a K row
+    if ((hd & 7) == 0 && (c8 & (c8 - 1)) == 0 && c8 <= 32) {
+        // Q K^T, coalesced: c8 threads per key, a 16-byte chunk each, so that a warp reads whole K rows with
+        // 16-byte loads; up to 8 passes of keys loaded before any is used (all in flight at once)
+        int kpp = blockDim.x / c8, jt = tid / c8, c = tid % c8;
+        const float4* q4 = reinterpret_cast<const float4*>(qs + 8 * c);
+        float4 qa = q4[0], qb = q4[1];
+        for (int jb = 0; jb < cnt; jb += 8 * kpp) {
+            uint4 kk[8];
+#pragma unroll
+            for (int ps = 0; ps < 8; ps++) {
+                int j = jb + ps * kpp + jt;
+                if (j < cnt) kk[ps] = *reinterpret_cast<const uint4*>(kb + (i64) j * hd + 8 * c);
+            }
+#pragma unroll
+            for (int ps = 0; ps < 8; ps++) {
+                int j = jb + ps * kpp + jt;
+                float dot = 0.f;
+                if (j < cnt) {
+                    uint4 k = kk[ps];
+                    dot = qa.x * h2f((h16) (k.x & 0xffffu)) + qa.y * h2f((h16) (k.x >> 16)) + qa.z * h2f((h16) (k.y & 0xffffu))
+                        + qa.w * h2f((h16) (k.y >> 16)) + qb.x * h2f((h16) (k.z & 0xffffu)) + qb.y * h2f((h16) (k.z >> 16))
+                        + qb.z * h2f((h16) (k.w & 0xffffu)) + qb.w * h2f((h16) (k.w >> 16));
+                }
+                for (int o = c8 >> 1; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                if (c == 0 && j < cnt) p[j] = dot * scale;
+            }
+        }
+    } else {   // Q K^T for other head dims: tpk = blockDim / CHUNK threads per key, each over a contiguous
+        // quarter/half of the head dims (its loads independent of each other); hd % (2 tpk) == 0
         int tpk = blockDim.x / CHUNK, j = tid / tpk, sub = tid % tpk, per = hd / tpk;
         float dot = 0.f;
         if (j < cnt) {
@@ -108,30 +136,58 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
         l += e;
     }
     l = block_sum(l, red);   // (its barriers also publish p)
-    // P V: thread (g, i) sums keys g, g + kg, ... of dims 2i, 2i + 1; the kg key groups are then added up
-    int kg = pairs >= (int) blockDim.x ? 1 : (int) blockDim.x / pairs;
-    for (int i0 = 0; i0 < pairs; i0 += blockDim.x) {
-        int i = i0 + tid % pairs, g = tid / pairs;
-        if (kg == 1) { i = i0 + tid; g = 0; }
-        float a0 = 0.f, a1 = 0.f;
-        if (g < kg && i < pairs) {
+    if ((hd & 7) == 0 && (c8 & (c8 - 1)) == 0 && c8 <= 32) {
+        // P V, coalesced: thread (g, c) sums keys g, g + kg, ... of the 8 dims of chunk c (16-byte loads, 8 in
+        // flight); the kg key groups are then added up through shared memory (kg * hd = 8 * blockDim floats)
+        int kg = blockDim.x / c8, g = tid / c8, c = tid % c8;
+        float a[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll 8
-            for (int j = g; j < cnt; j += kg) {
-                unsigned int vv = reinterpret_cast<const unsigned int*>(vb + (i64) j * hd)[i];
-                a0 += p[j] * h2f((h16) (vv & 0xffffu));
-                a1 += p[j] * h2f((h16) (vv >> 16));
-            }
+        for (int j = g; j < cnt; j += kg) {
+            uint4 vv = *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c);
+            float pj = p[j];
+            a[0] += pj * h2f((h16) (vv.x & 0xffffu)); a[1] += pj * h2f((h16) (vv.x >> 16));
+            a[2] += pj * h2f((h16) (vv.y & 0xffffu)); a[3] += pj * h2f((h16) (vv.y >> 16));
+            a[4] += pj * h2f((h16) (vv.z & 0xffffu)); a[5] += pj * h2f((h16) (vv.z >> 16));
+            a[6] += pj * h2f((h16) (vv.w & 0xffffu)); a[7] += pj * h2f((h16) (vv.w >> 16));
         }
-        if (kg == 1) {
-            if (i < pairs) { partO[part * hd + 2 * i] = a0; partO[part * hd + 2 * i + 1] = a1; }
-        } else {
-            if (g < kg) { accs[2 * tid] = a0; accs[2 * tid + 1] = a1; }
-            __syncthreads();
-            if (tid < pairs) {
-                float b0 = 0.f, b1 = 0.f;
-                for (int gg = 0; gg < kg; gg++) { b0 += accs[2 * (gg * pairs + tid)]; b1 += accs[2 * (gg * pairs + tid) + 1]; }
-                partO[part * hd + 2 * tid] = b0;
-                partO[part * hd + 2 * tid + 1] = b1;
+        float4* dst = reinterpret_cast<float4*>(accs + g * hd + 8 * c);
+        float4 lo, hi;
+        lo.x = a[0]; lo.y = a[1]; lo.z = a[2]; lo.w = a[3];
+        hi.x = a[4]; hi.y = a[5]; hi.z = a[6]; hi.w = a[7];
+        dst[0] = lo;
+        dst[1] = hi;
+        __syncthreads();
+        for (int d = tid; d < hd; d += blockDim.x) {
+            float sum = 0.f;
+            for (int gg = 0; gg < kg; gg++) sum += accs[gg * hd + d];
+            partO[part * hd + d] = sum;
+        }
+    } else {
+        // P V: thread (g, i) sums keys g, g + kg, ... of dims 2i, 2i + 1; the kg key groups are then added up
+        int kg = pairs >= (int) blockDim.x ? 1 : (int) blockDim.x / pairs;
+        for (int i0 = 0; i0 < pairs; i0 += blockDim.x) {
+            int i = i0 + tid % pairs, g = tid / pairs;
+            if (kg == 1) { i = i0 + tid; g = 0; }
+            float a0 = 0.f, a1 = 0.f;
+            if (g < kg && i < pairs) {
+#pragma unroll 8
+                for (int j = g; j < cnt; j += kg) {
+                    unsigned int vv = reinterpret_cast<const unsigned int*>(vb + (i64) j * hd)[i];
+                    a0 += p[j] * h2f((h16) (vv & 0xffffu));
+                    a1 += p[j] * h2f((h16) (vv >> 16));
+                }
+            }
+            if (kg == 1) {
+                if (i < pairs) { partO[part * hd + 2 * i] = a0; partO[part * hd + 2 * i + 1] = a1; }
+            } else {
+                if (g < kg) { accs[2 * tid] = a0; accs[2 * tid + 1] = a1; }
+                __syncthreads();
+                if (tid < pairs) {
+                    float b0 = 0.f, b1 = 0.f;
+                    for (int gg = 0; gg < kg; gg++) { b0 += accs[2 * (gg * pairs + tid)]; b1 += accs[2 * (gg * pairs + tid) + 1]; }
+                    partO[part * hd + 2 * tid] = b0;
+                    partO[part * hd + 2 * tid + 1] = b1;
+                }
             }
         }
     }
