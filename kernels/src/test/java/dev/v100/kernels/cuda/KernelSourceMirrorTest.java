@@ -1,0 +1,79 @@
+package dev.v100.kernels.cuda;
+
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * The launch geometry KernelCatalog promises the runtime and the #defines the kernels were written for are
+ * two copies of one fact; a mismatch launches too few blocks (rows left unwritten) or reads the wrong step
+ * slot. This reads the CUDA sources (no GPU, no build needed) and compares.
+ */
+class KernelSourceMirrorTest {
+    static final Path CUDA = Path.of("src/main/cuda");
+    static final Pattern DEFINE = Pattern.compile("(?m)^#define\\s+(\\w+)\\s+(\\d+)\\b");
+    static final Pattern PLAN = Pattern.compile("template <> struct GemvPlan<WT_(\\w+)> \\{ static const int KIND = GEMV_PLAN_(\\w+), ROWS = (\\w+); \\};");
+
+    static Map<String, Integer> defines(String file) throws IOException {
+        Map<String, Integer> out = new HashMap<>();
+        Matcher m = DEFINE.matcher(Files.readString(CUDA.resolve(file)));
+        while (m.find()) out.put(m.group(1), Integer.parseInt(m.group(2)));
+        return out;
+    }
+
+    static int define(Map<String, Integer> d, String name, String file) {
+        Integer v = d.get(name);
+        assertNotNull(v, "#define " + name + " in " + file);
+        return v;
+    }
+
+    @Test
+    void gemvRowsPerBlockMirrorsTheKernelsPlan() throws IOException {
+        Map<String, Integer> d = defines("gemv.cu");
+        assertEquals(KernelCatalog.GEMV_STAGED_ROWS, define(d, "GEMV_STAGED_ROWS", "gemv.cu"));
+        assertEquals(KernelCatalog.GEMV_DIRECT_ROWS, define(d, "GEMV_DIRECT_ROWS", "gemv.cu"));
+        assertEquals(KernelCatalog.GEMV_Q4K_ROWS, define(d, "GEMV_Q4K_ROWS", "gemv.cu"));
+        assertEquals(KernelCatalog.GEMV_THREADS, define(d, "GEMV_THREADS", "gemv.cu"));
+        assertEquals(KernelCatalog.GEMV8_ROWS_PER_BLOCK, define(d, "GEMV8_ROWS_PER_WARP", "gemv.cu") * (KernelCatalog.GEMV_THREADS / 32));
+
+        Map<String, Integer> planned = new HashMap<>();
+        Matcher m = PLAN.matcher(Files.readString(CUDA.resolve("gemv.cu")));
+        while (m.find()) {
+            String suffix = m.group(1).equals("W4A16") ? KernelCatalog.W4A16_SUFFIX
+                    : m.group(1).toLowerCase(Locale.ROOT).replace("_k", "_K");
+            planned.put(suffix, define(d, m.group(3), "gemv.cu"));
+        }
+        assertTrue(planned.size() >= 3, "GemvPlan specializations found in gemv.cu: " + planned);
+        for (String suffix : KernelCatalog.allWeightSuffixes()) {
+            int expected = planned.getOrDefault(suffix, KernelCatalog.GEMV_STAGED_ROWS);
+            assertEquals(expected, KernelCatalog.gemvRowsPerBlock(suffix), "gemv_" + suffix + " rows per block");
+        }
+    }
+
+    @Test
+    void stepBlockSlotsMirrorCommonCuh() throws IOException {
+        Map<String, Integer> d = defines("common.cuh");
+        assertEquals(KernelCatalog.STEP_POS, define(d, "STEP_POS", "common.cuh"));
+        assertEquals(KernelCatalog.STEP_BATCH, define(d, "STEP_BATCH", "common.cuh"));
+        assertEquals(KernelCatalog.STEP_ROW_POS, define(d, "STEP_ROW_POS", "common.cuh"));
+        assertEquals(KernelCatalog.STEP_MAX_BATCH, define(d, "STEP_MAX_BATCH", "common.cuh"));
+        assertEquals(KernelCatalog.STEP_IDS, define(d, "STEP_IDS", "common.cuh"));
+    }
+
+    @Test
+    void attentionPageAndHeadLimitsMirrorAttentionCu() throws IOException {
+        Map<String, Integer> d = defines("attention.cu");
+        assertEquals(KernelCatalog.KV_PAGE_TOKENS, define(d, "PAGE", "attention.cu"));
+        assertEquals(KernelCatalog.ATTN_MAX_HEAD_DIM, define(d, "ATTN_MAX_HD", "attention.cu"));
+        assertEquals(KernelCatalog.ATTN_THREADS, define(d, "THREADS", "attention.cu"));
+    }
+}
