@@ -114,7 +114,6 @@ __global__ void d_q4_K(WEIGHT_PARAMS, const signed char* __restrict__ xh, const 
 
 typedef void (*Kern)(WEIGHT_PARAMS, const float*, int, float*, int);
 
-struct Variant { const char* name; int rowsPerBlock; int threads; };
 
 // ---- host side ----
 __global__ void fill_bytes(unsigned char* p, i64 n, unsigned seed) {
@@ -240,7 +239,7 @@ int main(int argc, char** argv) {
         ADD(f16, GEMV_DIRECT_ROWS) ADD(q8_0, GEMV_STAGED_ROWS) ADD(q4_K, GEMV_Q4K_ROWS) ADD(q6_K, GEMV_STAGED_ROWS) ADD(w4a16, GEMV_DIRECT_ROWS)
         if (t == "q4_K") ks.push_back({"q4k", q4k_q4_K, GEMV_Q4K_ROWS, 128});
         printf("\n%s: %d layers of %.1f MB (7 matmuls of a Llama-3.1-8B layer)\n", tc, LAYERS, layerBytes / 1e6);
-        printf("| variant | layer us | GB/s | q/o us | k/v us | gate/up us | down us | max rel err |\n|---|---|---|---|---|---|---|---|\n");
+        printf("| variant | layer us | GB/s | q/o us | k/v us | gate/up us | down us | rel. L2 error vs twin |\n|---|---|---|---|---|---|---|---|\n");
         for (auto& k : ks) {
             // correctness on every shape against the twin
             double worst = 0;
