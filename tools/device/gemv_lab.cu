@@ -21,7 +21,7 @@
 // n = 1 kernels on every type, so that a type's plan can be re-chosen from one run.
 #define LAB(SUFFIX, T)                                                                                                   \
     extern "C" __global__ void staged_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {               \
-        gemv_fast_impl<T, 1, GEMV_STAGED_ROWS>(WEIGHT_VIEW, x, 1, y, rows);                                               \
+        gemv_staged_impl<T, GEMV_STAGED_ROWS>(WEIGHT_VIEW, x, y, rows);                                                     \
     }                                                                                                                     \
     extern "C" __global__ void direct_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {               \
         gemv_direct_impl<T, GEMV_DIRECT_ROWS>(WEIGHT_VIEW, x, y, rows);                                                   \
@@ -193,6 +193,15 @@ int main(int argc, char** argv) {
         for (int i = 0; i < 14336; i++) hx[i] = ((i * 7919) % 1000) / 1000.f - 0.5f;
         CK(cudaMemcpy(x, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
     }
+    // relative L2 error of y against the twin's yr over the first `rows` outputs
+    auto relErr = [&](int rows) {
+        std::vector<float> a(rows), b(rows);
+        CK(cudaMemcpy(a.data(), yr, rows * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(b.data(), y, rows * 4, cudaMemcpyDeviceToHost));
+        double num = 0, den = 0;
+        for (int r = 0; r < rows; r++) { num += (a[r] - b[r]) * (double) (a[r] - b[r]); den += (double) a[r] * a[r]; }
+        return sqrt(num / std::max(den, 1e-30));
+    };
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     cudaEvent_t e0, e1;
@@ -248,12 +257,7 @@ int main(int argc, char** argv) {
                 launch(ref, m, x, yr, 4, 128, s);
                 launch(k.k, m, x, y, k.per, k.threads, s);
                 CK(cudaStreamSynchronize(s));
-                std::vector<float> a(m.rows), b(m.rows);
-                CK(cudaMemcpy(a.data(), yr, m.rows * 4, cudaMemcpyDeviceToHost));
-                CK(cudaMemcpy(b.data(), y, m.rows * 4, cudaMemcpyDeviceToHost));
-                double num = 0, den = 0;
-                for (int r = 0; r < m.rows; r++) { num += (a[r] - b[r]) * (double) (a[r] - b[r]); den += (double) a[r] * a[r]; }
-                worst = std::max(worst, sqrt(num / std::max(den, 1e-30)));
+                worst = std::max(worst, relErr(m.rows));
             }
             // whole layers, each launch on its own layer's weights
             auto timeAll = [&](int shapeMask) {
@@ -290,12 +294,7 @@ int main(int argc, char** argv) {
                     quant(m.cols);
                     dl(m, rb);
                     CK(cudaStreamSynchronize(s));
-                    std::vector<float> a(m.rows), b(m.rows);
-                    CK(cudaMemcpy(a.data(), yr, m.rows * 4, cudaMemcpyDeviceToHost));
-                    CK(cudaMemcpy(b.data(), y, m.rows * 4, cudaMemcpyDeviceToHost));
-                    double num = 0, den = 0;
-                    for (int r = 0; r < m.rows; r++) { num += (a[r] - b[r]) * (double) (a[r] - b[r]); den += (double) a[r] * a[r]; }
-                    worst = std::max(worst, sqrt(num / std::max(den, 1e-30)));
+                    worst = std::max(worst, relErr(m.rows));
                 }
                 auto timeAll = [&](int shapeMask, bool q) {
                     float best = 1e30f;

@@ -81,8 +81,9 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
     const h16* vb = kb + (i64) kvHeads * PAGE * hd;
     __syncthreads();
     int cnt = k1 - k0, pairs = hd >> 1;
-    int c8 = hd >> 3;   // 16-byte chunks (8 halves) of a K row
-    if ((hd & 7) == 0 && (c8 & (c8 - 1)) == 0 && c8 <= 32) {
+    int c8 = hd >> 3;   // 16-byte chunks (8 halves) of a K or V row
+    bool chunked = (hd & 7) == 0 && (c8 & (c8 - 1)) == 0 && c8 <= 32;   // c8 threads can share a row
+    if (chunked) {
         // Q K^T, coalesced: c8 threads per key, a 16-byte chunk each, so that a warp reads whole K rows with
         // 16-byte loads; up to 8 passes of keys loaded before any is used (all in flight at once)
         int kpp = blockDim.x / c8, jt = tid / c8, c = tid % c8;
@@ -136,7 +137,7 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
         l += e;
     }
     l = block_sum(l, red);   // (its barriers also publish p)
-    if ((hd & 7) == 0 && (c8 & (c8 - 1)) == 0 && c8 <= 32) {
+    if (chunked) {
         // P V, coalesced: thread (g, c) sums keys g, g + kg, ... of the 8 dims of chunk c (16-byte loads, 8 in
         // flight); the kg key groups are then added up through shared memory (kg * hd = 8 * blockDim floats)
         int kg = blockDim.x / c8, g = tid / c8, c = tid % c8;

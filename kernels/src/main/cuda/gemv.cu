@@ -4,7 +4,7 @@
 // gemv_<t> (n = 1), the fast path, one of three kernels per type (GemvPlan below: the one measured fastest on
 // the H200 for that type by tools/device/gemv_lab.cu on the shapes of an 8B layer, docs/BENCHMARKS.md; the
 // launcher takes the rows per block from KernelCatalog.gemvRowsPerBlock, which mirrors the plan):
-// - staged (gemv_fast_impl, 4 rows a block): the block copies the rows' chunk of stored bytes into shared
+// - staged (gemv_staged_impl, 4 rows a block): the block copies the rows' chunk of stored bytes into shared
 //   memory with 16-byte loads (coalesced, all issued before any is used), stages x's chunk transposed in
 //   shared memory, and every thread decodes its units of each row from there. Types whose blocks are not
 //   16-byte aligned (Q8_0, Q6_K, Q4_0, ...) and the rest that were not measured otherwise.
@@ -174,25 +174,24 @@ __device__ __forceinline__ void gemv_block_rows_out(float* acc, float (*red)[R],
     }
 }
 
-template <int T, int NT, int R>
-__device__ __forceinline__ void gemv_fast_impl(const WView& w, const float* x, int n, float* y, int rows) {
+// staged: one token row, R rows a block (see the top of this file)
+template <int T, int R>
+__device__ __forceinline__ void gemv_staged_impl(const WView& w, const float* x, float* y, int rows) {
     const int CU = Chunk<T>::CU, BB = Geo<T>::BB, UPB = Geo<T>::UPB;
     const int CB = CU / UPB * BB;   // bytes of one row's chunk
     __shared__ __align__(16) unsigned char sw[R * CB];
-    __shared__ float red[GEMV_THREADS / 32][NT * R];
-    // n = 1: the chunk of x, element i of unit uu at xs[i * (CU + 1) + uu], so that the threads (a unit each)
-    // read it without bank conflicts, and it is loaded from global memory once per block with coalesced loads
-    __shared__ float xs[NT == 1 ? 32 * (CU + 1) : 1];
-    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    __shared__ float red[GEMV_THREADS / 32][R];
+    // the chunk of x, element i of unit uu at xs[i * (CU + 1) + uu], so that the threads (a unit each) read it
+    // without bank conflicts, and it is loaded from global memory once per block with coalesced loads
+    __shared__ float xs[32 * (CU + 1)];
+    int tid = threadIdx.x;
     i64 r0 = (i64) blockIdx.x * R;
     int nr = rows - r0 < R ? (int) (rows - r0) : R;
-    int K = w.cols, units = K >> 5;
-    float acc[NT][R];
+    int units = w.cols >> 5;
+    float acc[R];
 #pragma unroll
-    for (int t = 0; t < NT; t++)
-#pragma unroll
-        for (int rr = 0; rr < R; rr++) acc[t][rr] = 0.f;
-    float v[32], xv[32];
+    for (int rr = 0; rr < R; rr++) acc[rr] = 0.f;
+    float xv[32];
     for (int c0 = 0; c0 < units; c0 += CU) {
         int cu = min(CU, units - c0);                 // a multiple of UPB: units and c0 are
         int cb = cu / UPB * BB, vecs = cb >> 4;       // cb is a multiple of 16 (rowBytes is, the launcher checks)
@@ -210,69 +209,32 @@ __device__ __forceinline__ void gemv_fast_impl(const WView& w, const float* x, i
                 int i = tid + k * GEMV_THREADS, rr = i / vecs, q = i - rr * vecs;
                 if (i < nr * vecs) reinterpret_cast<uint4*>(sw + rr * CB)[q] = buf[k];
             }
-            if (NT == 1) {
-                const float4* x4 = reinterpret_cast<const float4*>(x + (i64) c0 * 32);
-                for (int e4 = tid; e4 < cu * 8; e4 += GEMV_THREADS) {
-                    float4 q = x4[e4];
-                    int e = 4 * e4;
-                    xs[(e & 31) * (CU + 1) + (e >> 5)] = q.x;
-                    xs[((e + 1) & 31) * (CU + 1) + (e >> 5)] = q.y;
-                    xs[((e + 2) & 31) * (CU + 1) + (e >> 5)] = q.z;
-                    xs[((e + 3) & 31) * (CU + 1) + (e >> 5)] = q.w;
-                }
+            const float4* x4 = reinterpret_cast<const float4*>(x + (i64) c0 * 32);
+            for (int e4 = tid; e4 < cu * 8; e4 += GEMV_THREADS) {
+                float4 q = x4[e4];
+                int e = 4 * e4;
+                xs[(e & 31) * (CU + 1) + (e >> 5)] = q.x;
+                xs[((e + 1) & 31) * (CU + 1) + (e >> 5)] = q.y;
+                xs[((e + 2) & 31) * (CU + 1) + (e >> 5)] = q.z;
+                xs[((e + 3) & 31) * (CU + 1) + (e >> 5)] = q.w;
             }
         }
         __syncthreads();
         for (int u = c0 + tid; u < c0 + cu; u += GEMV_THREADS) {
-            if (NT == 1) {
-                float xsum = 0.f;
+            float xsum = 0.f;
 #pragma unroll
-                for (int i = 0; i < 32; i++) {
-                    xv[i] = xs[i * (CU + 1) + (u - c0)];
-                    xsum += xv[i];
-                }
+            for (int i = 0; i < 32; i++) {
+                xv[i] = xs[i * (CU + 1) + (u - c0)];
+                xsum += xv[i];
+            }
 #pragma unroll
-                for (int rr = 0; rr < R; rr++) {
-                    if (rr < nr) acc[0][rr] += dot32<T>(sw + rr * CB, u - c0, w, r0 + rr, u, xv, xsum);
-                }
-            } else {
-#pragma unroll
-                for (int rr = 0; rr < R; rr++) {
-                    if (rr < nr) {
-                        decode32_at<T>(sw + rr * CB, u - c0, w, r0 + rr, u, v);
-#pragma unroll
-                        for (int t = 0; t < NT; t++) {
-                            if (t < n) {
-                                load32f(x + (i64) t * K + 32 * u, xv);
-                                float s = 0.f;
-#pragma unroll
-                                for (int i = 0; i < 32; i++) s += v[i] * xv[i];
-                                acc[t][rr] += s;
-                            }
-                        }
-                    }
-                }
+            for (int rr = 0; rr < R; rr++) {
+                if (rr < nr) acc[rr] += dot32<T>(sw + rr * CB, u - c0, w, r0 + rr, u, xv, xsum);
             }
         }
         __syncthreads();   // every thread is done with this chunk before the next one overwrites it
     }
-#pragma unroll
-    for (int t = 0; t < NT; t++)
-#pragma unroll
-        for (int rr = 0; rr < R; rr++) {
-            float s = warp_sum(acc[t][rr]);
-            if (lane == 0) red[warp][t * R + rr] = s;
-        }
-    __syncthreads();
-    if (tid < NT * R) {
-        int t = tid / R, rr = tid % R;
-        if (t < n && rr < nr) {
-            float s = 0.f;
-#pragma unroll
-            for (int k = 0; k < GEMV_THREADS / 32; k++) s += red[k][tid];
-            y[(i64) t * rows + r0 + rr] = s;
-        }
-    }
+    gemv_block_rows_out<R>(acc, red, r0, rows, y);
 }
 
 #define GEMV_STAGED_ROWS 4
@@ -390,7 +352,7 @@ template <int T>
 __device__ __forceinline__ void gemv_one_impl(const WView& w, const float* x, float* y, int rows) {
     if (GemvPlan<T>::KIND == GEMV_PLAN_DIRECT) gemv_direct_impl<T, GemvPlan<T>::ROWS>(w, x, y, rows);
     else if (GemvPlan<T>::KIND == GEMV_PLAN_Q4K) gemv_q4k_impl<GemvPlan<T>::ROWS>(w, x, y, rows);
-    else gemv_fast_impl<T, 1, GemvPlan<T>::ROWS>(w, x, 1, y, rows);
+    else gemv_staged_impl<T, GemvPlan<T>::ROWS>(w, x, y, rows);
 }
 
 // n <= 8 token rows (a decode batch): every weight byte read once for all n tokens (x 16-byte aligned, which

@@ -36,13 +36,18 @@ class KernelSourceMirrorTest {
         return v;
     }
 
+    /** Every #define named in expected has that value in file; returns all of file's numeric #defines. */
+    static Map<String, Integer> mirrors(String file, Map<String, Integer> expected) throws IOException {
+        Map<String, Integer> d = defines(file);
+        expected.forEach((name, value) -> assertEquals(value, define(d, name, file), "#define " + name + " in " + file + " vs KernelCatalog"));
+        return d;
+    }
+
     @Test
     void gemvRowsPerBlockMirrorsTheKernelsPlan() throws IOException {
-        Map<String, Integer> d = defines("gemv.cu");
-        assertEquals(KernelCatalog.GEMV_STAGED_ROWS, define(d, "GEMV_STAGED_ROWS", "gemv.cu"));
-        assertEquals(KernelCatalog.GEMV_DIRECT_ROWS, define(d, "GEMV_DIRECT_ROWS", "gemv.cu"));
-        assertEquals(KernelCatalog.GEMV_Q4K_ROWS, define(d, "GEMV_Q4K_ROWS", "gemv.cu"));
-        assertEquals(KernelCatalog.GEMV_THREADS, define(d, "GEMV_THREADS", "gemv.cu"));
+        Map<String, Integer> d = mirrors("gemv.cu", Map.of("GEMV_STAGED_ROWS", KernelCatalog.GEMV_STAGED_ROWS,
+                "GEMV_DIRECT_ROWS", KernelCatalog.GEMV_DIRECT_ROWS, "GEMV_Q4K_ROWS", KernelCatalog.GEMV_Q4K_ROWS,
+                "GEMV_THREADS", KernelCatalog.GEMV_THREADS));
         assertEquals(KernelCatalog.GEMV8_ROWS_PER_BLOCK, define(d, "GEMV8_ROWS_PER_WARP", "gemv.cu") * (KernelCatalog.GEMV_THREADS / 32));
 
         Map<String, Integer> planned = new HashMap<>();
@@ -61,19 +66,13 @@ class KernelSourceMirrorTest {
 
     @Test
     void stepBlockSlotsMirrorCommonCuh() throws IOException {
-        Map<String, Integer> d = defines("common.cuh");
-        assertEquals(KernelCatalog.STEP_POS, define(d, "STEP_POS", "common.cuh"));
-        assertEquals(KernelCatalog.STEP_BATCH, define(d, "STEP_BATCH", "common.cuh"));
-        assertEquals(KernelCatalog.STEP_ROW_POS, define(d, "STEP_ROW_POS", "common.cuh"));
-        assertEquals(KernelCatalog.STEP_MAX_BATCH, define(d, "STEP_MAX_BATCH", "common.cuh"));
-        assertEquals(KernelCatalog.STEP_IDS, define(d, "STEP_IDS", "common.cuh"));
+        mirrors("common.cuh", Map.of("STEP_POS", KernelCatalog.STEP_POS, "STEP_BATCH", KernelCatalog.STEP_BATCH,
+                "STEP_ROW_POS", KernelCatalog.STEP_ROW_POS, "STEP_MAX_BATCH", KernelCatalog.STEP_MAX_BATCH, "STEP_IDS", KernelCatalog.STEP_IDS));
     }
 
     @Test
     void attentionPageAndHeadLimitsMirrorAttentionCu() throws IOException {
-        Map<String, Integer> d = defines("attention.cu");
-        assertEquals(KernelCatalog.KV_PAGE_TOKENS, define(d, "PAGE", "attention.cu"));
-        assertEquals(KernelCatalog.ATTN_MAX_HEAD_DIM, define(d, "ATTN_MAX_HD", "attention.cu"));
-        assertEquals(KernelCatalog.ATTN_THREADS, define(d, "THREADS", "attention.cu"));
+        mirrors("attention.cu", Map.of("PAGE", KernelCatalog.KV_PAGE_TOKENS, "ATTN_MAX_HD", KernelCatalog.ATTN_MAX_HEAD_DIM,
+                "THREADS", KernelCatalog.ATTN_THREADS));
     }
 }
