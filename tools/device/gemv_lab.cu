@@ -2,8 +2,9 @@
 // layers that the weights never sit in L2 (the way a decode step reads them), and checks each variant
 // against the reference twin (gemv_ref_*). Built and run on the GPU machine with its own nvcc:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I kernels/src/main/cuda -o /tmp/gemv_lab tools/device/gemv_lab.cu && /tmp/gemv_lab
-// It includes gemv.cu itself: "shipped" is gemv_<t> as the runtime launches it, "staged"/"direct"/"q4k" are
-// gemv.cu's three n = 1 kernels on each type, "d" an int8 (dp4a) variant kept for the record (slower here).
+// It includes gemv.cu itself: "shipped" is the type's one-row GEMV as the runtime launches it (gemv_<t>, or
+// gemv_x16_quantize + gemv_x16_<t>: its row gives the time with the 4 quantize launches a layer, and without),
+// "staged"/"direct" gemv.cu's float kernels on each type (Q4_K and W4A16 through the generic decode there).
 // New variants are written here first and move into gemv.cu when they win (docs/BENCHMARKS.md has the numbers).
 // Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K f16 (all)]
 #include <cstdio>
@@ -31,87 +32,6 @@ LAB(q8_0, WT_Q8_0)
 LAB(q4_K, WT_Q4_K)
 LAB(q6_K, WT_Q6_K)
 LAB(w4a16, WT_W4A16)
-extern "C" __global__ void q4k_q4_K(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) { gemv_q4k_impl<GEMV_Q4K_ROWS>(WEIGHT_VIEW, x, y, rows); }
-
-// ---- variant D: int8 dot products (dp4a) against x quantized to 16 bits per 32-element unit --------------
-// x16 = round(x / s), s = max|x| / 32767 per unit, stored as a signed high byte and an unsigned low byte
-// (x16 = 256 hi + lo): sum q x16 = 256 dp4a(q, hi) + dp4a(q, lo), exact integers; the unit's scale and
-// sum (s * sum x16) apply once per unit. A warp per unit.
-__global__ void quantize_x16(const float* __restrict__ x, int K, signed char* xh, unsigned char* xl, float* xs, float* xsum) {
-    int lane = threadIdx.x & 31;
-    int u = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (u >= (K >> 5)) return;
-    float v = x[32 * u + lane];
-    float m = warp_max(fabsf(v));
-    float s = m > 0.f ? m / 32767.f : 1.f;
-    int q = __float2int_rn(v / s);
-    xh[32 * u + lane] = (signed char) (q >> 8);
-    xl[32 * u + lane] = (unsigned char) (q & 255);
-    int t = q;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-    if (lane == 0) { xs[u] = s; xsum[u] = s * (float) t; }
-}
-
-__device__ __forceinline__ int dp4a_ss(int a, int b, int c) { int d; asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c)); return d; }
-__device__ __forceinline__ int dp4a_uu(int a, int b, int c) { int d; asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c)); return d; }
-
-// Q4_K: a thread per (row, super-block); 16 threads a row, RB rows a block
-template <int RB>
-__global__ void d_q4_K(WEIGHT_PARAMS, const signed char* __restrict__ xh, const unsigned char* __restrict__ xl, const float* __restrict__ xs,
-                       const float* __restrict__ xsum, float* y, int rows) {
-    int tid = threadIdx.x, sub = tid & 15;
-    i64 r = (i64) blockIdx.x * RB + (tid >> 4);
-    i64 rc = r < rows ? r : rows - 1;
-    int sbs = w_cols >> 8;
-    const unsigned char* row = w_data + rc * w_rowBytes;
-    float acc = 0.f;
-    for (int sb = sub; sb < sbs; sb += 16) {
-        const unsigned char* b = row + 144 * sb;
-        uint4 hd = __ldg(reinterpret_cast<const uint4*>(b));
-        float d = h2f((h16) (hd.x & 0xffff)), dmin = h2f((h16) (hd.x >> 16));
-        unsigned sc8[3] = {hd.y, hd.z, hd.w};
-#pragma unroll
-        for (int jj = 0; jj < 4; jj++) {
-            const uint4* qp = reinterpret_cast<const uint4*>(b + 16 + 32 * jj);
-            uint4 q0 = __ldg(qp), q1 = __ldg(qp + 1);
-            unsigned qw[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-            int u0 = 8 * sb + 2 * jj;
-            const uint4* hp = reinterpret_cast<const uint4*>(xh + 32 * u0);
-            const uint4* lp = reinterpret_cast<const uint4*>(xl + 32 * u0);
-            uint4 h0 = __ldg(hp), h1 = __ldg(hp + 1), h2 = __ldg(hp + 2), h3 = __ldg(hp + 3);
-            uint4 l0 = __ldg(lp), l1 = __ldg(lp + 1), l2 = __ldg(lp + 2), l3 = __ldg(lp + 3);
-            unsigned hw[16] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w, h2.x, h2.y, h2.z, h2.w, h3.x, h3.y, h3.z, h3.w};
-            unsigned lw[16] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w, l2.x, l2.y, l2.z, l2.w, l3.x, l3.y, l3.z, l3.w};
-            int ah0 = 0, al0 = 0, ah1 = 0, al1 = 0;
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                int lo = qw[i] & 0x0F0F0F0F, hi = (qw[i] >> 4) & 0x0F0F0F0F;
-                ah0 = dp4a_ss(lo, hw[i], ah0); al0 = dp4a_uu(lo, lw[i], al0);
-                ah1 = dp4a_ss(hi, hw[8 + i], ah1); al1 = dp4a_uu(hi, lw[8 + i], al1);
-            }
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int s = 2 * jj + h;   // constant after unrolling
-                int sc, m;
-                if (s < 4) {
-                    sc = (sc8[0] >> (8 * s)) & 63;
-                    m = (sc8[1] >> (8 * s)) & 63;
-                } else {
-                    unsigned b4 = (sc8[2] >> (8 * (s - 4))) & 255, bm4 = (sc8[0] >> (8 * (s - 4))) & 255, b0 = (sc8[1] >> (8 * (s - 4))) & 255;
-                    sc = (b4 & 15) | ((bm4 >> 6) << 4);
-                    m = (b4 >> 4) | ((b0 >> 6) << 4);
-                }
-                int qx = h ? 256 * ah1 + al1 : 256 * ah0 + al0;
-                acc += d * (float) sc * xs[u0 + h] * (float) qx - dmin * (float) m * xsum[u0 + h];
-            }
-        }
-    }
-#pragma unroll
-    for (int o = 8; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if (sub == 0 && r < rows) y[r] = acc;
-}
-
 typedef void (*Kern)(WEIGHT_PARAMS, const float*, int, float*, int);
 
 
@@ -239,14 +159,10 @@ int main(int argc, char** argv) {
         struct K { std::string name; Kern k; int per, threads; };
         std::vector<K> ks;
         Kern ref = nullptr;
-#define ADD(SUF, ROWS)                                                                                                  \
-        if (t == #SUF) {                                                                                                \
-            ref = gemv_ref_##SUF;                                                                                       \
-            ks = {{"shipped", gemv_##SUF, ROWS, 128}, {"staged", staged_##SUF, GEMV_STAGED_ROWS, 128},                 \
-                  {"direct", direct_##SUF, GEMV_DIRECT_ROWS, 128}};                                                     \
-        }
-        ADD(f16, GEMV_DIRECT_ROWS) ADD(q8_0, GEMV_STAGED_ROWS) ADD(q4_K, GEMV_Q4K_ROWS) ADD(q6_K, GEMV_STAGED_ROWS) ADD(w4a16, GEMV_DIRECT_ROWS)
-        if (t == "q4_K") ks.push_back({"q4k", q4k_q4_K, GEMV_Q4K_ROWS, 128});
+#define ADD(SUF) if (t == #SUF) ref = gemv_ref_##SUF, ks = {{"staged", staged_##SUF, GEMV_STAGED_ROWS, 128}, {"direct", direct_##SUF, GEMV_DIRECT_ROWS, 128}};
+        ADD(f16) ADD(q8_0) ADD(q4_K) ADD(q6_K) ADD(w4a16)
+#define SHIP(SUF, ROWS) if (t == #SUF) ks.insert(ks.begin(), K{"shipped", gemv_##SUF, ROWS, 128});
+        SHIP(f16, GEMV_DIRECT_ROWS) SHIP(q8_0, GEMV_STAGED_ROWS) SHIP(q6_K, GEMV_STAGED_ROWS)
         printf("\n%s: %d layers of %.1f MB (7 matmuls of a Llama-3.1-8B layer)\n", tc, LAYERS, layerBytes / 1e6);
         printf("| variant | layer us | GB/s | q/o us | k/v us | gate/up us | down us | rel. L2 error vs twin |\n|---|---|---|---|---|---|---|---|\n");
         for (auto& k : ks) {
@@ -278,46 +194,45 @@ int main(int argc, char** argv) {
             printf("| %s | %.1f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1e |\n", k.name.c_str(), all, layerBytes / (all / 1e6) / 1e9, qo / 2,
                    kv / 2, gu / 2, dn, worst);
         }
-        if (t == "q4_K") {   // variant D: x quantized once per input (4 quantize launches a layer) + dp4a GEMV
-            signed char* xh; unsigned char* xl; float *xs, *xsm;
-            CK(cudaMalloc(&xh, 14336)); CK(cudaMalloc(&xl, 14336)); CK(cudaMalloc(&xs, 448 * 4)); CK(cudaMalloc(&xsm, 448 * 4));
-            auto quant = [&](int K) { quantize_x16<<<(K / 32 + 3) / 4, 128, 0, s>>>(x, K, xh, xl, xs, xsm); };
-            auto dl = [&](const Mat& m, int rb) {
-                if (rb == 8) d_q4_K<8><<<(m.rows + 7) / 8, 128, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xh, xl, xs, xsm, y, m.rows);
-                else d_q4_K<4><<<(m.rows + 3) / 4, 64, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xh, xl, xs, xsm, y, m.rows);
+        if (t == "q4_K" || t == "w4a16") {   // shipped: x quantized once per input (4 launches a layer) + gemv_x16
+            unsigned char* xq;
+            CK(cudaMalloc(&xq, 3 * 14336));
+            auto quant = [&](int K) { gemv_x16_quantize<<<(K / 32 + 3) / 4, 128, 0, s>>>(x, K, xq); };
+            auto run = [&](const Mat& m) {
+                int grid = (m.rows + GEMV_X16_ROWS - 1) / GEMV_X16_ROWS;
+                (t == "q4_K" ? gemv_x16_q4_K : gemv_x16_w4a16)<<<grid, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros,
+                                                                                                 m.groups, m.groupShift, xq, y, m.rows);
             };
-            for (int rb : {8, 4}) {
-                double worst = 0;
-                for (int i = 0; i < NS; i++) {
-                    const Mat& m = mats[i];
-                    launch(gemv_ref_q4_K, m, x, yr, 4, 128, s);
-                    quant(m.cols);
-                    dl(m, rb);
-                    CK(cudaStreamSynchronize(s));
-                    worst = std::max(worst, relErr(m.rows));
-                }
-                auto timeAll = [&](int shapeMask, bool q) {
-                    float best = 1e30f;
-                    for (int rep = 0; rep < 5; rep++) {
-                        CK(cudaEventRecord(e0, s));
-                        for (int l = 0; l < LAYERS; l++) {
-                            for (int i = 0; i < NS; i++) {
-                                if (!(shapeMask & (1 << i))) continue;
-                                if (q && (i == 0 || i == 3 || i == 4 || i == 6)) quant(mats[l * NS + i].cols);
-                                dl(mats[l * NS + i], rb);
-                            }
-                        }
-                        CK(cudaEventRecord(e1, s));
-                        CK(cudaEventSynchronize(e1));
-                        float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
-                        best = std::min(best, ms);
-                    }
-                    return best * 1e3f / LAYERS;
-                };
-                float all = timeAll(127, true), bare = timeAll(127, false), qo = timeAll(1 | 8, false), kv = timeAll(2 | 4, false), gu = timeAll(16 | 32, false), dn = timeAll(64, false);
-                printf("| d%d (dp4a, x16) | %.1f (%.1f without the 4 quantize launches) | %.0f | %.1f | %.1f | %.1f | %.1f | %.1e |\n", rb, all, bare,
-                       layerBytes / (all / 1e6) / 1e9, qo / 2, kv / 2, gu / 2, dn, worst);
+            double worst = 0;
+            for (int i = 0; i < NS; i++) {
+                launch(ref, mats[i], x, yr, 4, 128, s);
+                quant(mats[i].cols);
+                run(mats[i]);
+                CK(cudaStreamSynchronize(s));
+                worst = std::max(worst, relErr(mats[i].rows));
             }
+            auto timeAll = [&](int shapeMask, bool q) {
+                float best = 1e30f;
+                for (int rep = 0; rep < 5; rep++) {
+                    CK(cudaEventRecord(e0, s));
+                    for (int l = 0; l < LAYERS; l++)
+                        for (int i = 0; i < NS; i++) {
+                            if (!(shapeMask & (1 << i))) continue;
+                            if (q && (i == 0 || i == 3 || i == 4 || i == 6)) quant(mats[l * NS + i].cols);   // q/k/v, o, gate/up, down
+                            run(mats[l * NS + i]);
+                        }
+                    CK(cudaEventRecord(e1, s));
+                    CK(cudaEventSynchronize(e1));
+                    float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
+                    best = std::min(best, ms);
+                }
+                return best * 1e3f / LAYERS;
+            };
+            float all = timeAll(127, true), bare = timeAll(127, false), qo = timeAll(1 | 8, false), kv = timeAll(2 | 4, false), gu = timeAll(16 | 32, false),
+                  dn = timeAll(64, false);
+            printf("| shipped (x16; %.1f without the 4 quantize launches) | %.1f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1e |\n", bare, all,
+                   layerBytes / (all / 1e6) / 1e9, qo / 2, kv / 2, gu / 2, dn, worst);
+            cudaFree(xq);
         }
         for (auto& m : mats) { cudaFree(m.data); if (m.scales) { cudaFree(m.scales); cudaFree(m.zeros); } }
     }

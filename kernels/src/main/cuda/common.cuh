@@ -69,6 +69,25 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
     return warp_sum(t);
 }
 
+// x in 16 bits for gemv_x16_* (layout and reasons in gemv.cu): unit u of a K-column row, a value per lane of a
+// whole warp (every lane must call it). s = max |x| / 32767 over the unit (NaN when any x is not finite, so that
+// the GEMV's outputs are NaN), x16 = round(x / s) as a signed high and an unsigned low byte, s * sum x16 per 16.
+__device__ __forceinline__ void x16_store_unit(float v, i64 u, int K, unsigned char* out) {
+    int lane = threadIdx.x & 31;
+    float m = warp_max(fabsf(v));
+    float s = m > 0.f ? m / 32767.f : 1.f;
+    if (__any_sync(0xffffffffu, !isfinite(v))) s = __int_as_float(0x7fc00000);
+    int q = isfinite(s) ? __float2int_rn(v / s) : 0;
+    out[32 * u + lane] = (unsigned char) (q >> 8);
+    out[K + 32 * u + lane] = (unsigned char) (q & 255);
+    int t = q;
+#pragma unroll
+    for (int o = 8; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+    float* scale = reinterpret_cast<float*>(out + 2 * K);
+    if (lane == 0) scale[u] = s;
+    if ((lane & 15) == 0) scale[(K >> 5) + 2 * u + (lane >> 4)] = s * (float) t;   // |t| < 2^24: exact
+}
+
 // 32 floats at p (16-byte aligned) into registers.
 __device__ __forceinline__ void load32f(const float* p, float* out) {
     const float4* q = reinterpret_cast<const float4*>(p);

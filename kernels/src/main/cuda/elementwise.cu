@@ -4,11 +4,14 @@
 
 #define FOR_EACH(i, n) for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64) gridDim.x * blockDim.x)
 
-// out = silu(gate) * up, silu(g) = g / (1 + exp(-g)); out may alias gate or up
-extern "C" __global__ void silu_mul(const float* gate, const float* up, float* out, i64 n) {
+// out = silu(gate) * up, silu(g) = g / (1 + exp(-g)); out may alias gate or up. x16: 0, or (one row, n a
+// multiple of 32) where out is also written in 16 bits for gemv_x16_* (x16_store_unit in common.cuh).
+extern "C" __global__ void silu_mul(const float* gate, const float* up, float* out, i64 n, unsigned char* x16) {
     FOR_EACH(i, n) {
         float g = gate[i], u = up[i];
-        out[i] = g / (1.f + expf(-g)) * u;
+        float y = g / (1.f + expf(-g)) * u;
+        out[i] = y;
+        if (x16) x16_store_unit(y, i >> 5, (int) n, x16);
     }
 }
 

@@ -1,19 +1,19 @@
 // Matrix-vector products for decode and small batches: y [n, rows] = x [n, cols] . W^T for n <= 8 token
 // rows, W in any stored type, x and y fp32, fp32 accumulation.
 //
-// gemv_<t> (n = 1), the fast path, one of three kernels per type (GemvPlan below: the one measured fastest on
-// the H200 for that type by tools/device/gemv_lab.cu on the shapes of an 8B layer, docs/BENCHMARKS.md; the
+// gemv_<t> / gemv_x16_<t> (n = 1), the fast path, one kernel per type (GemvPlan below: the one measured fastest
+// on the H200 for that type by tools/device/gemv_lab.cu on the shapes of an 8B layer, docs/BENCHMARKS.md; the
 // launcher takes the rows per block from KernelCatalog.gemvRowsPerBlock, which mirrors the plan):
 // - staged (gemv_staged_impl, 4 rows a block): the block copies the rows' chunk of stored bytes into shared
 //   memory with 16-byte loads (coalesced, all issued before any is used), stages x's chunk transposed in
 //   shared memory, and every thread decodes its units of each row from there. Types whose blocks are not
 //   16-byte aligned (Q8_0, Q6_K, Q4_0, ...) and the rest that were not measured otherwise.
 // - direct (gemv_direct_impl, 8 rows a block): a thread per 32-element unit, its 8 rows' bytes straight from
-//   global memory, x's 32 values read once (float4, through L1) for all 8 rows. F16 and W4A16.
-// - Q4_K (gemv_q4k_impl, 4 rows a block): a thread per 16 stored bytes (32 weights of two sub-blocks), the
-//   nibbles moved to fixed mantissa positions by one shift per two (fewer instructions than dot32's per-nibble
-//   shifts: the H200 kernel was bound by instruction issue).
-// The 4/6/8-bit dots never convert integers to floats (dot32 and q4k below). Needs rowBytes and the weight's
+//   global memory, x's 32 values read once (float4, through L1) for all 8 rows. F16.
+// - x16 (gemv_x16_q4k_impl, gemv_x16_w4a16_impl, 2 rows a block of 64 threads): integer dot products (dp4a)
+//   against x quantized to 16 bits per 32 elements by gemv_x16_quantize (the launcher runs it once per x).
+//   Q4_K and W4A16, where the float forms were bound by instruction issue.
+// The 4/6/8-bit float dots never convert integers to floats (dot32 below). Needs rowBytes and the weight's
 // address 16-byte aligned and cols a multiple of 32 (the launcher checks).
 //
 // gemv8_<t> (2 <= n <= 8, a decode batch): gemv_small_impl below.
@@ -54,29 +54,6 @@ __device__ __forceinline__ float one_plus_nibble(unsigned t, int sh) {
 }
 
 template <>
-__device__ __forceinline__ float dot32<WT_Q4_K>(const unsigned char* row, int ul, const WView& w, i64 r, int u, const float* xv, float xsum) {
-    const unsigned char* b = row + 144 * (ul >> 3);
-    int s = ul & 7;
-    float d = ldh(b), dmin = ldh(b + 2);
-    int sc, m;
-    scale_min_k4(s, b + 4, sc, m);
-    const uint4* qs = reinterpret_cast<const uint4*>(b + 16 + 32 * (s >> 1));
-    int shift = 4 * (s & 1);
-    float acc = 0.f;
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        uint4 v4 = qs[i];
-        unsigned v[4] = {v4.x, v4.y, v4.z, v4.w};
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int k = 0; k < 4; k++) acc = fmaf(one_plus_nibble(v[j], 8 * k + shift), xv[16 * i + 4 * j + k], acc);
-    }
-    float qx = 16.f * (acc - xsum);
-    return d * (float) sc * qx - dmin * (float) m * xsum;
-}
-
-template <>
 __device__ __forceinline__ float dot32<WT_Q4_0>(const unsigned char* row, int ul, const WView& w, i64 r, int u, const float* xv, float xsum) {
     const unsigned char* b = row + 18 * ul;
     float d = ldh(b);
@@ -91,25 +68,6 @@ __device__ __forceinline__ float dot32<WT_Q4_0>(const unsigned char* row, int ul
         }
     }
     return d * (16.f * (acc - xsum) - 8.f * xsum);
-}
-
-template <>
-__device__ __forceinline__ float dot32<WT_W4A16>(const unsigned char* row, int ul, const WView& w, i64 r, int u, const float* xv, float xsum) {
-    uint4 v4 = *reinterpret_cast<const uint4*>(row + 16 * ul);
-    i64 g = r * w.groups + ((32 * u) >> w.groupShift);
-    float sc = h2f(w.scales[g]);
-    float z = (float) w.zeros[g];
-    unsigned v[4] = {v4.x, v4.y, v4.z, v4.w};
-    float acc = 0.f;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-#pragma unroll
-        for (int n = 0; n < 4; n++) {
-            acc = fmaf(one_plus_nibble(v[i], 4 * n), xv[8 * i + 2 * n], acc);
-            acc = fmaf(one_plus_nibble(v[i], 4 * n + 16), xv[8 * i + 2 * n + 1], acc);
-        }
-    }
-    return sc * (16.f * (acc - xsum) - z * xsum);
 }
 
 // Q6_K: two scales per unit (elements 0..15, 16..31), so two partial sums and two x sums
@@ -156,9 +114,10 @@ __device__ __forceinline__ float dot32<WT_Q8_0>(const unsigned char* row, int ul
     return d * (256.f * (acc - xsum) - 128.f * xsum);
 }
 
-// The block's per-thread partial sums of R rows -> y[r0 + rr] (rows past the matrix are not written).
-template <int R>
-__device__ __forceinline__ void gemv_block_rows_out(float* acc, float (*red)[R], i64 r0, int rows, float* y) {
+// The block's per-thread partial sums of R rows -> y[r0 + rr] (rows past the matrix are not written); TH threads.
+template <int R, int TH = GEMV_THREADS>
+__device__ __forceinline__ void gemv_block_rows_out(float* acc, i64 r0, int rows, float* y) {
+    __shared__ float red[TH / 32][R];
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 #pragma unroll
     for (int rr = 0; rr < R; rr++) {
@@ -169,7 +128,7 @@ __device__ __forceinline__ void gemv_block_rows_out(float* acc, float (*red)[R],
     if (tid < R && r0 + tid < rows) {
         float s = 0.f;
 #pragma unroll
-        for (int k = 0; k < GEMV_THREADS / 32; k++) s += red[k][tid];
+        for (int k = 0; k < TH / 32; k++) s += red[k][tid];
         y[r0 + tid] = s;
     }
 }
@@ -180,7 +139,6 @@ __device__ __forceinline__ void gemv_staged_impl(const WView& w, const float* x,
     const int CU = Chunk<T>::CU, BB = Geo<T>::BB, UPB = Geo<T>::UPB;
     const int CB = CU / UPB * BB;   // bytes of one row's chunk
     __shared__ __align__(16) unsigned char sw[R * CB];
-    __shared__ float red[GEMV_THREADS / 32][R];
     // the chunk of x, element i of unit uu at xs[i * (CU + 1) + uu], so that the threads (a unit each) read it
     // without bank conflicts, and it is loaded from global memory once per block with coalesced loads
     __shared__ float xs[32 * (CU + 1)];
@@ -234,18 +192,16 @@ __device__ __forceinline__ void gemv_staged_impl(const WView& w, const float* x,
         }
         __syncthreads();   // every thread is done with this chunk before the next one overwrites it
     }
-    gemv_block_rows_out<R>(acc, red, r0, rows, y);
+    gemv_block_rows_out<R>(acc, r0, rows, y);
 }
 
 #define GEMV_STAGED_ROWS 4
 #define GEMV_DIRECT_ROWS 8
-#define GEMV_Q4K_ROWS 4
 
 // direct: a block of GEMV_THREADS owns R rows, a thread per unit (strided by the block), x's unit read once
 // for the R rows (row indices clamped so that every load is unconditional; only valid rows are written)
 template <int T, int R>
 __device__ __forceinline__ void gemv_direct_impl(const WView& w, const float* __restrict__ x, float* y, int rows) {
-    __shared__ float red[GEMV_THREADS / 32][R];
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     i64 r0 = (i64) blockIdx.x * R;
     int units = w.cols >> 5;
@@ -268,56 +224,76 @@ __device__ __forceinline__ void gemv_direct_impl(const WView& w, const float* __
             acc[rr] += dot32<T>(w.data + r * w.rowBytes, u, w, r, u, xv, xsum);
         }
     }
-    gemv_block_rows_out<R>(acc, red, r0, rows, y);
+    gemv_block_rows_out<R>(acc, r0, rows, y);
 }
 
-// 1 + q / 256 and 1 + q / 16 for the nibble at bits 15..18, 19..22 of t
-__device__ __forceinline__ float one_plus_q15(unsigned t) { return __int_as_float((t & 0x00078000u) | 0x3F800000u); }
-__device__ __forceinline__ float one_plus_q19(unsigned t) { return __int_as_float((t & 0x00780000u) | 0x3F800000u); }
+// ---- n = 1 against x in 16 bits: int8 dot products ---------------------------------------------------------
+// gemv_x16_quantize (x16_store_unit) writes x [K] as x16 = round(x / s), s = max |x| / 32767 over each 32-element unit, split
+// into a signed high byte and an unsigned low byte (x16 = 256 hi + lo), with s per unit and s * sum x16 per 16
+// elements (for the mins and zero points: the same rounded x as the codes' sums, so the product is exactly that
+// of the weights with the rounded x; the exact sum of x would leave the codes' mean times the rounding errors).
+// A 4-bit code q dotted with 4 elements is then 256 dp4a(q, hi) + dp4a(q, lo), exact in int32
+// (|sum| < 32 * 15 * 32768), so a weight costs about one instruction instead of three; x16's rounding (at most
+// 2^-16 of the unit's largest |x|) is the only difference from the fp32 twin. Layout of the K-column buffer
+// (KernelCatalog.gemvX16Bytes): hi [K] bytes, lo [K] bytes, s [K / 32] floats, sums [K / 16] floats.
+#define GEMV_X16_ROWS 2
+#define GEMV_X16_THREADS 64
+
+struct X16 {
+    const signed char* hi;
+    const unsigned char* lo;
+    const float* scale;
+    const float* sum16;
+};
+__device__ __forceinline__ X16 x16_view(const unsigned char* p, int K) {
+    return X16{reinterpret_cast<const signed char*>(p), p + K, reinterpret_cast<const float*>(p + 2 * K),
+               reinterpret_cast<const float*>(p + 2 * K + 4 * (K >> 5))};
+}
+
+// a warp per 32-element unit (x16_store_unit in common.cuh); K a multiple of 32. rmsnorm and silu_mul write
+// the same bytes for their one-row outputs where the runtime asks (then this launch is skipped).
+extern "C" __global__ void gemv_x16_quantize(const float* __restrict__ x, int K, unsigned char* out) {
+    i64 u = (i64) blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (u >= (K >> 5)) return;
+    x16_store_unit(x[32 * u + (threadIdx.x & 31)], u, K, out);
+}
+
+__device__ __forceinline__ int dp4_hi(unsigned q, unsigned hi, int c) { return __dp4a((int) q, (int) hi, c); }   // q in 0..15
+__device__ __forceinline__ int dp4_lo(unsigned q, unsigned lo, int c) { return (int) __dp4a(q, lo, (unsigned) c); }
+__device__ __forceinline__ uint4 ldg16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
 // Q4_K, a thread per item of 16 stored bytes: item i of a row is super-block i / 8, qs bytes 32 jj + 16 h ..
-// + 16 (jj = (i / 2) % 4, h = i % 2, fixed per thread since GEMV_THREADS is a multiple of 8); their low nibbles
-// are elements 16h.. of sub-block 2jj (unit A), the high ones of sub-block 2jj + 1 (unit B). Word v holds 4
-// bytes; v << 15, v << 7, v >> 1, v >> 9 put byte 0..3's low nibble at bit 15 and its high nibble at bit 19,
-// so two accumulators per row (1 + q/256 and 1 + q/16 times x) minus the x sums give both units' sum q x.
+// + 16 (jj = (i / 2) % 4, h = i % 2, fixed per thread since the block is a multiple of 8 threads); their low
+// nibbles are elements 16h.. of sub-block 2jj (unit A), the high ones of sub-block 2jj + 1 (unit B), so
+// v & 0x0F0F0F0F and (v >> 4) & 0x0F0F0F0F of word k meet x16's bytes 4k.. of the two units as they are.
 template <int R>
-__device__ __forceinline__ void gemv_q4k_impl(const WView& w, const float* __restrict__ x, float* y, int rows) {
-    __shared__ float red[GEMV_THREADS / 32][R];
+__device__ __forceinline__ void gemv_x16_q4k_impl(const WView& w, const unsigned char* xq, float* y, int rows, i64 r0) {
+    X16 x = x16_view(xq, w.cols);
     int tid = threadIdx.x;
-    i64 r0 = (i64) blockIdx.x * R;
     int items = w.cols >> 5;
     float acc[R];
 #pragma unroll
     for (int rr = 0; rr < R; rr++) acc[rr] = 0.f;
     const int h = tid & 1, jj = (tid >> 1) & 3;
-    for (int it = tid; it < items; it += GEMV_THREADS) {
+    for (int it = tid; it < items; it += GEMV_X16_THREADS) {
         int sb = it >> 3, uA = 8 * sb + 2 * jj;
-        float xa[16], xb[16], sa = 0.f, sb16 = 0.f;
-        const float4* pa = reinterpret_cast<const float4*>(x + 32 * uA + 16 * h);
-        const float4* pb = reinterpret_cast<const float4*>(x + 32 * (uA + 1) + 16 * h);
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-            float4 a = __ldg(pa + q), b = __ldg(pb + q);
-            xa[4 * q] = a.x; xa[4 * q + 1] = a.y; xa[4 * q + 2] = a.z; xa[4 * q + 3] = a.w;
-            xb[4 * q] = b.x; xb[4 * q + 1] = b.y; xb[4 * q + 2] = b.z; xb[4 * q + 3] = b.w;
-        }
-#pragma unroll
-        for (int i = 0; i < 16; i++) { sa += xa[i]; sb16 += xb[i]; }
+        uint4 ha = ldg16(x.hi + 32 * uA + 16 * h), la = ldg16(x.lo + 32 * uA + 16 * h);
+        uint4 hb = ldg16(x.hi + 32 * uA + 32 + 16 * h), lb = ldg16(x.lo + 32 * uA + 32 + 16 * h);
+        float sA = __ldg(x.scale + uA), sB = __ldg(x.scale + uA + 1), qA = __ldg(x.sum16 + 2 * uA + h), qB = __ldg(x.sum16 + 2 * uA + 2 + h);
+        unsigned hA[4] = {ha.x, ha.y, ha.z, ha.w}, lA[4] = {la.x, la.y, la.z, la.w}, hB[4] = {hb.x, hb.y, hb.z, hb.w}, lB[4] = {lb.x, lb.y, lb.z, lb.w};
 #pragma unroll
         for (int rr = 0; rr < R; rr++) {
             i64 r = min(r0 + rr, (i64) rows - 1);
             const unsigned char* b = w.data + r * w.rowBytes + 144 * sb;
-            uint4 hd = __ldg(reinterpret_cast<const uint4*>(b));                        // d, dmin, scales[12]
-            uint4 qv = __ldg(reinterpret_cast<const uint4*>(b + 16 + 32 * jj + 16 * h));
+            uint4 hd = ldg16(b);                                 // d, dmin, scales[12]
+            uint4 qv = ldg16(b + 16 + 32 * jj + 16 * h);
             unsigned v[4] = {qv.x, qv.y, qv.z, qv.w};
-            float a15 = 0.f, a19 = 0.f;
+            int ah = 0, al = 0, bh = 0, bl = 0;
 #pragma unroll
             for (int k = 0; k < 4; k++) {
-                unsigned t0 = v[k] << 15, t1 = v[k] << 7, t2 = v[k] >> 1, t3 = v[k] >> 9;
-                a15 = fmaf(one_plus_q15(t0), xa[4 * k], a15);     a19 = fmaf(one_plus_q19(t0), xb[4 * k], a19);
-                a15 = fmaf(one_plus_q15(t1), xa[4 * k + 1], a15); a19 = fmaf(one_plus_q19(t1), xb[4 * k + 1], a19);
-                a15 = fmaf(one_plus_q15(t2), xa[4 * k + 2], a15); a19 = fmaf(one_plus_q19(t2), xb[4 * k + 2], a19);
-                a15 = fmaf(one_plus_q15(t3), xa[4 * k + 3], a15); a19 = fmaf(one_plus_q19(t3), xb[4 * k + 3], a19);
+                unsigned lo = v[k] & 0x0F0F0F0Fu, hi = (v[k] >> 4) & 0x0F0F0F0Fu;
+                ah = dp4_hi(lo, hA[k], ah); al = dp4_lo(lo, lA[k], al);
+                bh = dp4_hi(hi, hB[k], bh); bl = dp4_lo(hi, lB[k], bl);
             }
             // scale_min_k4 of sub-blocks 2jj and 2jj + 1 from the 12 scale bytes in hd.y, hd.z, hd.w
             unsigned q0 = hd.y, q4 = hd.z, q8 = hd.w;
@@ -333,25 +309,65 @@ __device__ __forceinline__ void gemv_q4k_impl(const WView& w, const float* __res
                 mA = ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4); mB = ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
             }
             float d = h2f((h16) (hd.x & 0xffffu)), dmin = h2f((h16) (hd.x >> 16));
-            acc[rr] += d * ((float) scA * (256.f * (a15 - sa)) + (float) scB * (16.f * (a19 - sb16))) - dmin * ((float) mA * sa + (float) mB * sb16);
+            acc[rr] += d * ((float) (scA * (256 * ah + al)) * sA + (float) (scB * (256 * bh + bl)) * sB) - dmin * ((float) mA * qA + (float) mB * qB);
         }
     }
-    gemv_block_rows_out<R>(acc, red, r0, rows, y);
+    gemv_block_rows_out<R, GEMV_X16_THREADS>(acc, r0, rows, y);
+}
+
+// W4A16, a thread per unit (16 bytes): word i's nibble n at bit 4n is element 8i + 2n, at bit 16 + 4n element
+// 8i + 2n + 1, so v & 0x0F0F0F0F holds elements (0, 4, 1, 5) + 8i and (v >> 4) & 0x0F0F0F0F (2, 6, 3, 7) + 8i:
+// x16's bytes are permuted to match once per unit for the block's rows.
+template <int R>
+__device__ __forceinline__ void gemv_x16_w4a16_impl(const WView& w, const unsigned char* xq, float* y, int rows, i64 r0) {
+    X16 x = x16_view(xq, w.cols);
+    int tid = threadIdx.x;
+    int units = w.cols >> 5;
+    float acc[R];
+#pragma unroll
+    for (int rr = 0; rr < R; rr++) acc[rr] = 0.f;
+    for (int u = tid; u < units; u += GEMV_X16_THREADS) {
+        uint4 h0 = ldg16(x.hi + 32 * u), h1 = ldg16(x.hi + 32 * u + 16), l0 = ldg16(x.lo + 32 * u), l1 = ldg16(x.lo + 32 * u + 16);
+        unsigned hw[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w}, lw[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
+        unsigned hE[4], hO[4], lE[4], lO[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            hE[i] = __byte_perm(hw[2 * i], hw[2 * i + 1], 0x5140); hO[i] = __byte_perm(hw[2 * i], hw[2 * i + 1], 0x7362);
+            lE[i] = __byte_perm(lw[2 * i], lw[2 * i + 1], 0x5140); lO[i] = __byte_perm(lw[2 * i], lw[2 * i + 1], 0x7362);
+        }
+        float s = __ldg(x.scale + u), xsum = __ldg(x.sum16 + 2 * u) + __ldg(x.sum16 + 2 * u + 1);
+        int gcol = (32 * u) >> w.groupShift;
+#pragma unroll
+        for (int rr = 0; rr < R; rr++) {
+            i64 r = min(r0 + rr, (i64) rows - 1);
+            uint4 qv = ldg16(w.data + r * w.rowBytes + 16 * u);
+            unsigned v[4] = {qv.x, qv.y, qv.z, qv.w};
+            int ih = 0, il = 0;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                unsigned lo = v[i] & 0x0F0F0F0Fu, hi = (v[i] >> 4) & 0x0F0F0F0Fu;
+                ih = dp4_hi(lo, hE[i], ih); il = dp4_lo(lo, lE[i], il);
+                ih = dp4_hi(hi, hO[i], ih); il = dp4_lo(hi, lO[i], il);
+            }
+            i64 g = r * w.groups + gcol;
+            acc[rr] += h2f(w.scales[g]) * ((float) (256 * ih + il) * s - (float) w.zeros[g] * xsum);
+        }
+    }
+    gemv_block_rows_out<R, GEMV_X16_THREADS>(acc, r0, rows, y);
 }
 
 // Which n = 1 kernel a type runs (see the top of this file); KernelCatalog.gemvRowsPerBlock mirrors ROWS.
 #define GEMV_PLAN_STAGED 0
 #define GEMV_PLAN_DIRECT 1
-#define GEMV_PLAN_Q4K 2
+#define GEMV_PLAN_X16 2
 template <int T> struct GemvPlan { static const int KIND = GEMV_PLAN_STAGED, ROWS = GEMV_STAGED_ROWS; };
 template <> struct GemvPlan<WT_F16> { static const int KIND = GEMV_PLAN_DIRECT, ROWS = GEMV_DIRECT_ROWS; };
-template <> struct GemvPlan<WT_W4A16> { static const int KIND = GEMV_PLAN_DIRECT, ROWS = GEMV_DIRECT_ROWS; };
-template <> struct GemvPlan<WT_Q4_K> { static const int KIND = GEMV_PLAN_Q4K, ROWS = GEMV_Q4K_ROWS; };
+template <> struct GemvPlan<WT_W4A16> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS; };
+template <> struct GemvPlan<WT_Q4_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS; };
 
 template <int T>
 __device__ __forceinline__ void gemv_one_impl(const WView& w, const float* x, float* y, int rows) {
     if (GemvPlan<T>::KIND == GEMV_PLAN_DIRECT) gemv_direct_impl<T, GemvPlan<T>::ROWS>(w, x, y, rows);
-    else if (GemvPlan<T>::KIND == GEMV_PLAN_Q4K) gemv_q4k_impl<GemvPlan<T>::ROWS>(w, x, y, rows);
     else gemv_staged_impl<T, GemvPlan<T>::ROWS>(w, x, y, rows);
 }
 
@@ -478,15 +494,46 @@ __device__ __forceinline__ void gemv_ref_impl(const WView& w, const float* x, in
     }
 }
 
-#define GEMV(SUFFIX, T)                                                                                                    \
-    extern "C" __global__ void gemv_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                    \
-        gemv_one_impl<T>(WEIGHT_VIEW, x, y, rows);                                                                         \
-    }                                                                                                                      \
+// every type: the batch and reference kernels, and the n = 1 kernel of its plan (gemv_ or gemv_x16_)
+#define GEMV_COMMON(SUFFIX, T)                                                                                             \
     extern "C" __global__ void gemv8_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                   \
         gemv_small_impl<T>(WEIGHT_VIEW, x, n, y, rows);                                                                    \
     }                                                                                                                      \
     extern "C" __global__ void gemv_ref_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                \
         gemv_ref_impl<T>(WEIGHT_VIEW, x, n, y, rows);                                                                      \
+    }
+#define GEMV(SUFFIX, T)                                                                                                    \
+    GEMV_COMMON(SUFFIX, T)                                                                                                 \
+    extern "C" __global__ void gemv_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                    \
+        gemv_one_impl<T>(WEIGHT_VIEW, x, y, rows);                                                                         \
+    }
+// Several weights of one x in one launch (q, k and v; gate and up): part p of the table owns blocks
+// [blockStart, next part's blockStart) of GemvPlan ROWS rows each. KernelCatalog.GEMV_PART_BYTES mirrors the size.
+struct GemvPart {
+    const unsigned char* data;
+    i64 rowBytes;
+    const h16* scales;
+    const unsigned char* zeros;
+    float* y;
+    int rows, groups, groupShift, blockStart;
+};
+#define GEMV_PART_BYTES 56
+static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelCatalog.GEMV_PART_BYTES");
+
+// xq: gemv_x16_quantize's output for this x
+#define GEMV_X16(SUFFIX, T, IMPL)                                                                                          \
+    GEMV_COMMON(SUFFIX, T)                                                                                                 \
+    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) gemv_x16_##SUFFIX(WEIGHT_PARAMS, const unsigned char* xq, \
+                                                                                     float* y, int rows) {                 \
+        IMPL<GemvPlan<T>::ROWS>(WEIGHT_VIEW, xq, y, rows, (i64) blockIdx.x * GemvPlan<T>::ROWS);                           \
+    }                                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) gemv_x16_multi_##SUFFIX(const GemvPart* parts, int nparts, \
+                                                                                           int cols, const unsigned char* xq) { \
+        int p = 0;                                                                                                         \
+        while (p + 1 < nparts && (int) blockIdx.x >= parts[p + 1].blockStart) p++;                                         \
+        const GemvPart& g = parts[p];                                                                                      \
+        IMPL<GemvPlan<T>::ROWS>(WView{g.data, g.rowBytes, cols, g.groups, g.groupShift, g.scales, g.zeros}, xq, g.y, g.rows, \
+                                (i64) (blockIdx.x - g.blockStart) * GemvPlan<T>::ROWS);                                    \
     }
 GEMV(f32, WT_F32)
 GEMV(f16, WT_F16)
@@ -497,10 +544,10 @@ GEMV(q5_0, WT_Q5_0)
 GEMV(q5_1, WT_Q5_1)
 GEMV(q2_K, WT_Q2_K)
 GEMV(q3_K, WT_Q3_K)
-GEMV(q4_K, WT_Q4_K)
+GEMV_X16(q4_K, WT_Q4_K, gemv_x16_q4k_impl)
 GEMV(q5_K, WT_Q5_K)
 GEMV(q6_K, WT_Q6_K)
-GEMV(w4a16, WT_W4A16)
+GEMV_X16(w4a16, WT_W4A16, gemv_x16_w4a16_impl)
 
 // MoE: out [slots, rowsPerExpert], slot s = t*topK + k: row s = x[perSlot ? s : t] . W_e^T for the routed expert
 // e = ids[s] of a stacked weight [experts, rowsPerExpert, cols]. Grid (row groups, slots); one warp per row.

@@ -1,11 +1,17 @@
 // RMSNorm in fp32 over groups of groupElems consecutive elements (a row, or one head of a row):
-// y = x * (1 / sqrt(mean(x^2) + eps)) * w, as HF computes it. One block per group; out may alias x.
+// y = x * (1 / sqrt(mean(x^2) + eps)) * w, as HF computes it. gridDim.x = groups * split: the split blocks of a
+// group each sum the whole group's squares (the same sum, in the same order: a few KiB from L2 for a decode
+// row) and write their own chunk of the output, so that a decode row's norm is not one SM's latency. out may
+// alias x when split is 1 (a block reads its group before writing it; split blocks would race).
+// x16: 0, or (one group of a multiple of 32 elements: a decode row) where y is also written in 16 bits for
+// gemv_x16_* (x16_store_unit; a warp's 32 consecutive elements are one unit, chunks are whole units).
 #include "common.cuh"
 
-extern "C" __global__ void rmsnorm(const float* x, const float* w, float* out, int groupElems, float eps) {
+extern "C" __global__ void rmsnorm(const float* x, const float* w, float* out, int groupElems, float eps, unsigned char* x16, int split) {
     __shared__ float red[32];
-    const float* xg = x + (i64) blockIdx.x * groupElems;
-    float* og = out + (i64) blockIdx.x * groupElems;
+    int group = blockIdx.x / split, part = blockIdx.x - group * split;
+    const float* xg = x + (i64) group * groupElems;
+    float* og = out + (i64) group * groupElems;
     float ss = 0.f;
     for (int i = threadIdx.x; i < groupElems; i += blockDim.x) {
         float v = xg[i];
@@ -13,5 +19,10 @@ extern "C" __global__ void rmsnorm(const float* x, const float* w, float* out, i
     }
     ss = block_sum(ss, red);
     float inv = 1.f / sqrtf(ss / (float) groupElems + eps);
-    for (int i = threadIdx.x; i < groupElems; i += blockDim.x) og[i] = __fmul_rn(__fmul_rn(xg[i], inv), w[i]);
+    int chunk = (groupElems + 32 * split - 1) / (32 * split) * 32, end = min(groupElems, (part + 1) * chunk);
+    for (int i = part * chunk + threadIdx.x; i < end; i += blockDim.x) {
+        float y = __fmul_rn(__fmul_rn(xg[i], inv), w[i]);
+        og[i] = y;
+        if (x16) x16_store_unit(y, i >> 5, groupElems, x16);
+    }
 }

@@ -32,13 +32,23 @@ public final class KernelCatalog {
     /** GEMV: threads per block (the reference twin: one warp per output row). */
     public static final int GEMV_THREADS = 128;
     /**
-     * The fast GEMV for one token row (gemv_*): weight rows per block of its three kernels (gemv.cu's GemvPlan:
-     * staged, direct, Q4_K); {@link #gemvRowsPerBlock} says which a type runs. For up to GEMV_MAX_TOKENS (gemv8_*):
+     * The fast GEMV for one token row: weight rows per block of its three kernels (gemv.cu's GemvPlan: staged and
+     * direct gemv_*, GEMV_THREADS threads; x16 gemv_x16_*, GEMV_X16_THREADS threads, after gemv_x16_quantize);
+     * {@link #gemvRowsPerBlock} and {@link #gemvX16} say which a type runs. For up to GEMV_MAX_TOKENS (gemv8_*):
      * GEMV8_ROWS_PER_BLOCK.
      */
     public static final int GEMV_STAGED_ROWS = 4;
     public static final int GEMV_DIRECT_ROWS = 8;
-    public static final int GEMV_Q4K_ROWS = 4;
+    public static final int GEMV_X16_ROWS = 2;
+    public static final int GEMV_X16_THREADS = 64;
+    /**
+     * gemv_x16_multi_*: one launch for up to GEMV_MULTI_MAX_PARTS weights of one x, described by a device table of
+     * GemvPart entries (gemv.cu) of GEMV_PART_BYTES each.
+     */
+    public static final int GEMV_MULTI_MAX_PARTS = 4;
+    public static final int GEMV_PART_BYTES = 56;
+    /** gemv_x16_quantize: threads per block (a warp per 32-element unit of x). */
+    public static final int GEMV_X16_QUANTIZE_THREADS = 128;
     public static final int GEMV8_ROWS_PER_BLOCK = 16;   // 4 warps x GEMV8_ROWS_PER_WARP (gemv.cu)
     /** The fast GEMV's alignment: weight address and row stride in bytes (its 16-byte loads), columns in elements. */
     public static final int GEMV_FAST_ALIGN_BYTES = 16;
@@ -99,8 +109,14 @@ public final class KernelCatalog {
         add("rope", "rope_neox", ew, 0);
         for (String t : GGML_TYPE_SUFFIXES) add("embed", "embed_" + t, ew, 0);
         add("embed", "embed_" + W4A16_SUFFIX, ew, 0);
+        add("gemv", "gemv_x16_quantize", GEMV_X16_QUANTIZE_THREADS, 0);
         for (String t : allWeightSuffixes()) {
-            add("gemv", "gemv_" + t, GEMV_THREADS, 0);
+            if (gemvX16(t)) {
+                add("gemv", "gemv_x16_" + t, GEMV_X16_THREADS, 0);
+                add("gemv", "gemv_x16_multi_" + t, GEMV_X16_THREADS, 0);
+            } else {
+                add("gemv", "gemv_" + t, GEMV_THREADS, 0);
+            }
             add("gemv", "gemv8_" + t, GEMV_THREADS, 0);
             add("gemv", "gemv_ref_" + t, GEMV_THREADS, 0);
             add("gemm", "gemm_" + t, GEMM_THREADS, 0);
@@ -124,13 +140,22 @@ public final class KernelCatalog {
         if (BY_NAME.put(name, new Kernel(module, name, threads, dyn)) != null) throw new AssertionError("kernel " + name + " twice");
     }
 
-    /** Weight rows per block of gemv_{suffix}: as gemv.cu's GemvPlan (direct for f16 and w4a16, the Q4_K kernel, else staged). */
+    /** Weight rows per block of the type's one-row GEMV: as gemv.cu's GemvPlan (direct for f16, x16 for q4_K and w4a16, else staged). */
     public static int gemvRowsPerBlock(String suffix) {
         return switch (suffix) {
-            case "f16", W4A16_SUFFIX -> GEMV_DIRECT_ROWS;
-            case "q4_K" -> GEMV_Q4K_ROWS;
-            default -> GEMV_STAGED_ROWS;
+            case "f16" -> GEMV_DIRECT_ROWS;
+            default -> gemvX16(suffix) ? GEMV_X16_ROWS : GEMV_STAGED_ROWS;
         };
+    }
+
+    /** Whether the type's one-row GEMV is gemv_x16_{suffix} (x quantized to 16 bits first) rather than gemv_{suffix}. */
+    public static boolean gemvX16(String suffix) {
+        return suffix.equals("q4_K") || suffix.equals(W4A16_SUFFIX);
+    }
+
+    /** Bytes of gemv_x16_quantize's output for cols columns (a multiple of 32): hi and lo bytes, a scale per 32, a sum per 16. */
+    public static long gemvX16Bytes(long cols) {
+        return 2 * cols + 4 * (cols / 32) + 4 * (cols / 16);
     }
 
     /** The GGML suffixes and W4A16: the types the matmul kernels exist for. */

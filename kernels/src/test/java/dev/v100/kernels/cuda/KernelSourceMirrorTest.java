@@ -6,8 +6,10 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -46,21 +48,26 @@ class KernelSourceMirrorTest {
     @Test
     void gemvRowsPerBlockMirrorsTheKernelsPlan() throws IOException {
         Map<String, Integer> d = mirrors("gemv.cu", Map.of("GEMV_STAGED_ROWS", KernelCatalog.GEMV_STAGED_ROWS,
-                "GEMV_DIRECT_ROWS", KernelCatalog.GEMV_DIRECT_ROWS, "GEMV_Q4K_ROWS", KernelCatalog.GEMV_Q4K_ROWS,
-                "GEMV_THREADS", KernelCatalog.GEMV_THREADS));
+                "GEMV_DIRECT_ROWS", KernelCatalog.GEMV_DIRECT_ROWS, "GEMV_X16_ROWS", KernelCatalog.GEMV_X16_ROWS,
+                "GEMV_THREADS", KernelCatalog.GEMV_THREADS, "GEMV_X16_THREADS", KernelCatalog.GEMV_X16_THREADS,
+                "GEMV_PART_BYTES", KernelCatalog.GEMV_PART_BYTES));
         assertEquals(KernelCatalog.GEMV8_ROWS_PER_BLOCK, define(d, "GEMV8_ROWS_PER_WARP", "gemv.cu") * (KernelCatalog.GEMV_THREADS / 32));
 
         Map<String, Integer> planned = new HashMap<>();
+        Set<String> x16 = new HashSet<>();
         Matcher m = PLAN.matcher(Files.readString(CUDA.resolve("gemv.cu")));
         while (m.find()) {
             String suffix = m.group(1).equals("W4A16") ? KernelCatalog.W4A16_SUFFIX
                     : m.group(1).toLowerCase(Locale.ROOT).replace("_k", "_K");
             planned.put(suffix, define(d, m.group(3), "gemv.cu"));
+            if (m.group(2).equals("X16")) x16.add(suffix);
         }
         assertTrue(planned.size() >= 3, "GemvPlan specializations found in gemv.cu: " + planned);
+        assertFalse(x16.isEmpty(), "no GemvPlan of kind X16 in gemv.cu");
         for (String suffix : KernelCatalog.allWeightSuffixes()) {
             int expected = planned.getOrDefault(suffix, KernelCatalog.GEMV_STAGED_ROWS);
             assertEquals(expected, KernelCatalog.gemvRowsPerBlock(suffix), "gemv_" + suffix + " rows per block");
+            assertEquals(x16.contains(suffix), KernelCatalog.gemvX16(suffix), "gemv_x16_" + suffix + " (GemvPlan kind X16)");
         }
     }
 

@@ -1,5 +1,7 @@
 package dev.v100.runtime.backend;
 
+import java.util.List;
+
 import dev.v100.formats.ggml.GgmlType;
 
 import java.lang.foreign.MemorySegment;
@@ -120,6 +122,12 @@ public interface Backend extends AutoCloseable {
     /** out [n, w.rows] = x [n, w.cols] @ w^T, for every supported stored type of w. */
     void matmul(Buffer x, Weight w, Buffer out);
 
+    /** outs[i] = x @ ws[i]^T for each i (q, k and v of one x; gate and up): one op where a backend can fuse them. */
+    default void matmulEach(Buffer x, List<Weight> ws, List<Buffer> outs) {
+        if (ws.size() != outs.size()) throw new BackendException("matmulEach: " + ws.size() + " weights for " + outs.size() + " outputs");
+        for (int i = 0; i < ws.size(); i++) matmul(x, ws.get(i), outs.get(i));
+    }
+
     /** x[i, :] += bias for every row (qwen2's q/k/v biases). */
     void addBias(Buffer x, Weight bias);
 
@@ -130,6 +138,18 @@ public interface Backend extends AutoCloseable {
     default void ropeRows(Buffer x, int headDim, Rope rope, int[] positions) {
         if (positions.length != x.rows()) throw new BackendException("ropeRows: " + positions.length + " positions for " + x);
         for (int i = 0; i < positions.length; i++) rope(x.slice(i, 1), headDim, rope, positions[i]);
+    }
+
+    /** {@link #rope} of q and of k (the same rows, heads of headDim each): one op where a backend can fuse them. */
+    default void ropePair(Buffer q, Buffer k, int headDim, Rope rope, int startPos) {
+        rope(q, headDim, rope, startPos);
+        rope(k, headDim, rope, startPos);
+    }
+
+    /** {@link #ropeRows} of q and of k. */
+    default void ropeRowsPair(Buffer q, Buffer k, int headDim, Rope rope, int[] positions) {
+        ropeRows(q, headDim, rope, positions);
+        ropeRows(k, headDim, rope, positions);
     }
 
     /**

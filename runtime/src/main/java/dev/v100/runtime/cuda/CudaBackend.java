@@ -51,6 +51,8 @@ public final class CudaBackend implements Backend {
     private static final int EW = KernelCatalog.ELEMENTWISE_THREADS;
     /** Fewer groups than this (about the SMs of a V100) get RMSNorm blocks of up to NORM_MAX_THREADS threads. */
     static final int NORM_FEW_GROUPS = 64;
+    /** rmsNorm of one row (not in place): outputs per block of its split (see norm.cu). */
+    static final int NORM_SPLIT_ELEMS = 512;
     private static final int MAX_EW_BLOCKS = 8192;
     private static final int F32_BYTES = CudaBuffer.ELEM_BYTES;
 
@@ -70,7 +72,14 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnCombine,
-            kAttnPrefill, kArgmax, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kGateRows, kGatherColumns;
+            kAttnPrefill, kArgmax, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kGateRows, kGatherColumns, kX16Quantize;
+    // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
+    // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
+    // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
+    // outputs when a weight of this backend runs gemv_x16_* (anyX16).
+    private final String x16Scratch;
+    private long x16Of, x16Cols, x16At, x16Issued = -1;
+    private boolean anyX16;
 
     /** A backend on {@code device} (which it retains until {@link #close}). */
     public CudaBackend(CudaDevice device, String name) {
@@ -78,6 +87,7 @@ public final class CudaBackend implements Backend {
         this.device = device;
         this.name = name;
         this.argmaxScratch = "argmax:" + name;
+        this.x16Scratch = "gemv-x16:" + name;
         this.gemm = new GemmPolicy(device);
         this.checkNonFinite = device.options.checkNonFinite();
         kSiluMul = device.kernel("silu_mul");
@@ -87,6 +97,7 @@ public final class CudaBackend implements Backend {
         kToF16 = device.kernel("f32_to_f16");
         kCheck = device.kernel("check_nonfinite");
         kCopy = device.kernel("copy_f32");
+        kX16Quantize = device.kernel("gemv_x16_quantize");
         kRmsNorm = device.kernel("rmsnorm");
         kRope = device.kernel("rope_neox");
         kKvStore = device.kernel("kv_store");
@@ -203,8 +214,8 @@ public final class CudaBackend implements Backend {
             }
         }
         String sfx = suffix(type);
-        return new CudaWeight(name, type, sfx, shape, rows, cols, address, rowBytes, bytes.byteSize(), 0, 0, 0, 0, vector, expertRows,
-                CudaWeight.Kernels.of(device, sfx));
+        return registered(new CudaWeight(name, type, sfx, shape, rows, cols, address, rowBytes, bytes.byteSize(), 0, 0, 0, 0, vector, expertRows,
+                CudaWeight.Kernels.of(device, sfx)));
     }
 
     @Override
@@ -246,10 +257,16 @@ public final class CudaBackend implements Backend {
         }
         device.bind();
         long address = deviceAddress(name, bytes);
-        return new CudaWeight(name, null, KernelCatalog.W4A16_SUFFIX, shape, g.rows(), g.cols(), address, g.rowBytes(), need,
+        return registered(new CudaWeight(name, null, KernelCatalog.W4A16_SUFFIX, shape, g.rows(), g.cols(), address, g.rowBytes(), need,
                 address + g.scalesOffset(), address + g.zerosOffset(), Math.toIntExact(g.groups()), Integer.numberOfTrailingZeros(groupSize), 0,
                 shape.length == 3 ? shape[1] : 0, CudaWeight.Kernels.of(device, KernelCatalog.W4A16_SUFFIX), inputCols,
-                storedColumns == 0 ? 0 : address + W4A16Layout.indexOffset(g));
+                storedColumns == 0 ? 0 : address + W4A16Layout.indexOffset(g)));
+    }
+
+    /** w, noting whether it is a matrix whose one-row GEMV runs gemv_x16_* (then one-row norms and siluMul write x16 too). */
+    private CudaWeight registered(CudaWeight w) {
+        if (w.vector == 0 && w.expertRows == 0 && w.kernels.gemvX16() != null) anyX16 = true;
+        return w;
     }
 
     /**
@@ -340,11 +357,18 @@ public final class CudaBackend implements Backend {
         note(wt);
         long groups = (long) xb.rows * (xb.cols / groupElems);
         if (groups == 0) return;
-        // one block per group: few groups (decode) get wide blocks, whose latency is the op's time
+        // few groups (decode) get wide blocks, whose latency is the op's time; one group (a decode row) not written
+        // in place is split over blocks of NORM_SPLIT_ELEMS outputs (each sums the whole row's squares)
         int max = groups < NORM_FEW_GROUPS ? KernelCatalog.NORM_MAX_THREADS : EW;
+        boolean inPlace = ob.address < xb.address + 4L * xb.elems() && xb.address < ob.address + 4L * ob.elems();
+        int split = groups == 1 && !inPlace && groupElems >= 2 * NORM_SPLIT_ELEMS ? (groupElems + NORM_SPLIT_ELEMS - 1) / NORM_SPLIT_ELEMS : 1;
+        if (split > 1) max = NORM_SPLIT_ELEMS;
         int threads = Math.min(max, (groupElems / 4 + 31) / 32 * 32);
         threads = Math.max(32, Math.min(threads, max));
-        device.launch(kRmsNorm).ptr(xb.address).ptr(wt.vector).ptr(ob.address).i32(groupElems).f32(eps).go(groups, 1, 1, threads, 0);
+        long x16 = groups == 1 ? x16Target(ob) : 0;
+        device.launch(kRmsNorm).ptr(xb.address).ptr(wt.vector).ptr(ob.address).i32(groupElems).f32(eps).ptr(x16).i32(split)
+                .go(groups * split, 1, 1, threads, 0);
+        if (x16 != 0) x16Made(ob, x16);
         checked("rmsNorm", ob);
     }
 
@@ -379,13 +403,146 @@ public final class CudaBackend implements Backend {
         return w.fastGemv && x.address % KernelCatalog.GEMV_FAST_ALIGN_BYTES == 0;
     }
 
-    /** gemv_* (one token row, the type's rows per block: KernelCatalog.gemvRowsPerBlock) or gemv8_* (up to 8, GEMV8_ROWS_PER_BLOCK). */
+    /**
+     * One token row: gemv_* or gemv_x16_* (the type's rows per block: KernelCatalog.gemvRowsPerBlock); up to 8:
+     * gemv8_* (GEMV8_ROWS_PER_BLOCK).
+     */
     void gemvFast(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         if (!fastGemvTakes(x, w)) throw new BackendException("the fast GEMV needs 16-byte alignment and whole 32-column units: " + w + ", x " + x);
         boolean one = x.rows == 1;
+        if (one && w.kernels.gemvX16() != null) {
+            gemvX16(x, w, out);
+            return;
+        }
         int per = one ? w.kernels.gemvRows() : KernelCatalog.GEMV8_ROWS_PER_BLOCK;
         w.params(device.launch(one ? w.kernels.gemv() : w.kernels.gemv8())).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
                 .go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_THREADS, 0);
+    }
+
+    /** gemv_x16_*: x quantized to 16 bits by gemv_x16_quantize (unless the scratch still holds this x), then the GEMV. */
+    private void gemvX16(CudaBuffer x, CudaWeight w, CudaBuffer out) {
+        long q = x16Of(x, w.cols);
+        int per = w.kernels.gemvRows();
+        w.params(device.launch(w.kernels.gemvX16())).ptr(q).ptr(out.address).i32((int) w.rows)
+                .go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_X16_THREADS, 0);
+        x16Read(x, q, List.of(out));
+    }
+
+    /**
+     * The x16 scratch holding x (one row of cols columns): as it is when it still holds x, else after a
+     * gemv_x16_quantize launch. Anything that may free device memory or take the stream must come before.
+     */
+    private long x16Of(CudaBuffer x, long cols) {
+        long q = device.scratch(x16Scratch, KernelCatalog.gemvX16Bytes(cols));   // growing it frees the old one
+        if (x16Of != x.address || x16Cols != cols || x16Issued != device.issued() || x16At != q) {
+            long units = cols / 32, perBlock = KernelCatalog.GEMV_X16_QUANTIZE_THREADS / 32;
+            device.launch(kX16Quantize).ptr(x.address).i32((int) cols).ptr(q).go((units + perBlock - 1) / perBlock, 1, 1, KernelCatalog.GEMV_X16_QUANTIZE_THREADS, 0);
+        }
+        return q;
+    }
+
+    /** A GEMV launch just read x's 16-bit copy at q and wrote outs: the copy stays valid unless an output overlaps x. */
+    private void x16Read(CudaBuffer x, long q, List<CudaBuffer> outs) {
+        for (CudaBuffer o : outs) {
+            if (o.address < x.address + 4L * x.elems() && x.address < o.address + 4L * o.elems()) {
+                x16Of = 0;
+                return;
+            }
+        }
+        x16Made(x, q);
+    }
+
+    /**
+     * outs[i] = x ws[i]^T. One decode row through weights that all run the same gemv_x16_* kernel (q, k, v;
+     * gate, up): one gemv_x16_multi_* launch over a table of the parts (made once per set of weights and outputs);
+     * anything else one matmul each.
+     */
+    @Override
+    public void matmulEach(Buffer x, List<Weight> ws, List<Buffer> outs) {
+        if (ws.size() != outs.size()) throw new BackendException("matmulEach: " + ws.size() + " weights for " + outs.size() + " outputs");
+        CudaBuffer xb = buf(x);
+        List<CudaWeight> w = new ArrayList<>(ws.size());
+        List<CudaBuffer> o = new ArrayList<>(outs.size());
+        boolean fused = xb.rows == 1 && ws.size() >= 2 && ws.size() <= KernelCatalog.GEMV_MULTI_MAX_PARTS;
+        for (int i = 0; i < ws.size(); i++) {
+            CudaWeight wi = w(ws.get(i));
+            CudaBuffer oi = buf(outs.get(i));
+            w.add(wi);
+            o.add(oi);
+            fused &= wi.kernels.gemvX16() != null && wi.kernelSuffix.equals(w.get(0).kernelSuffix) && fastGemvTakes(xb, wi) && wi.index == 0
+                    && wi.vector == 0 && wi.expertRows == 0 && wi.cols == xb.cols && oi.rows == 1 && oi.cols == wi.rows;
+        }
+        if (!fused) {
+            for (int i = 0; i < ws.size(); i++) matmul(x, ws.get(i), outs.get(i));
+            return;
+        }
+        device.bind();
+        for (CudaWeight wi : w) note(wi);
+        long table = gemvParts(w, o);   // (may upload: before the x16 copy's check)
+        long q = x16Of(xb, xb.cols);
+        long blocks = 0;
+        int per = w.get(0).kernels.gemvRows();
+        for (CudaWeight wi : w) blocks += (wi.rows + per - 1) / per;
+        device.launch(w.get(0).kernels.gemvX16Multi()).ptr(table).i32(w.size()).i32(xb.cols).ptr(q).go(blocks, 1, 1, KernelCatalog.GEMV_X16_THREADS, 0);
+        x16Read(xb, q, o);
+        for (int i = 0; i < o.size(); i++) checked("matmul " + w.get(i).name, o.get(i));
+    }
+
+    /** Device tables of gemv_x16_multi_* parts (GemvPart in gemv.cu), one per set of weights and outputs. */
+    private final Map<List<Long>, Long> partTables = new HashMap<>();
+
+    private long gemvParts(List<CudaWeight> ws, List<CudaBuffer> outs) {
+        List<Long> key = new ArrayList<>();
+        for (int i = 0; i < ws.size(); i++) {
+            key.add(ws.get(i).address);
+            key.add(outs.get(i).address);
+        }
+        Long have = partTables.get(key);
+        if (have != null) return have;
+        if (partTables.size() >= MAX_ROW_TABLE_SETS) {   // ever new outputs: start over (frees drop the graphs)
+            for (long a : partTables.values()) {
+                device.free(a);
+                allocations.remove(Long.valueOf(a));
+            }
+            partTables.clear();
+        }
+        int per = ws.get(0).kernels.gemvRows(), words = KernelCatalog.GEMV_PART_BYTES / 8;
+        long[] t = new long[words * ws.size()];
+        long start = 0;
+        for (int i = 0; i < ws.size(); i++) {
+            CudaWeight w = ws.get(i);
+            int at = i * words;
+            t[at] = w.address;
+            t[at + 1] = w.rowBytes;
+            t[at + 2] = w.scales;
+            t[at + 3] = w.zeros;
+            t[at + 4] = outs.get(i).address;
+            t[at + 5] = (w.rows & 0xffffffffL) | ((long) w.groups << 32);      // rows, groups
+            t[at + 6] = (w.groupShift & 0xffffffffL) | (start << 32);          // groupShift, blockStart
+            start += (w.rows + per - 1) / per;
+        }
+        long a = device.malloc(8L * t.length, "a table of GEMV parts");
+        allocations.add(a);
+        device.upload(MemorySegment.ofArray(t), a, "uploading a table of GEMV parts");
+        partTables.put(key, a);
+        return a;
+    }
+
+    /**
+     * Where a one-row op writing out should also write it in 16 bits (the x16 scratch, grown here: call before
+     * the op's launch), or 0: when no weight of this backend runs gemv_x16_*, or out is not one row of whole units.
+     */
+    private long x16Target(CudaBuffer out) {
+        if (!anyX16 || out.rows != 1 || out.cols % 32 != 0) return 0;
+        return device.scratch(x16Scratch, KernelCatalog.gemvX16Bytes(out.cols));
+    }
+
+    /** The x16 scratch at q now holds x (the launch that wrote or read it was the last one issued). */
+    private void x16Made(CudaBuffer x, long q) {
+        x16Of = x.address;
+        x16Cols = x.cols;
+        x16At = q;
+        x16Issued = device.issued();
     }
 
     /**
@@ -461,23 +618,34 @@ public final class CudaBackend implements Backend {
 
     @Override
     public void rope(Buffer x, int headDim, Rope rope, int startPos) {
-        launchRope("rope", buf(x), headDim, rope, () -> device.setStepPosition(startPos));
+        launchRope("rope", buf(x), null, headDim, rope, () -> device.setStepPosition(startPos));
     }
 
-    /** rope_neox over x; {@code positions} sets the step block's position(s) right before the launch. */
-    private void launchRope(String op, CudaBuffer xb, int headDim, Rope rope, Runnable positions) {
-        if (xb.cols % headDim != 0 || rope.rotaryDim() > headDim) {
-            throw new BackendException(op + ": " + xb + " is not heads of " + headDim + " (rotaryDim " + rope.rotaryDim() + ")");
+    @Override
+    public void ropePair(Buffer q, Buffer k, int headDim, Rope rope, int startPos) {
+        launchRope("ropePair", buf(q), buf(k), headDim, rope, () -> device.setStepPosition(startPos));
+    }
+
+    /**
+     * rope_neox over x and (unless null) x2, the same rows, in one launch; {@code positions} sets the step block's
+     * position(s) right before it.
+     */
+    private void launchRope(String op, CudaBuffer xb, CudaBuffer x2, int headDim, Rope rope, Runnable positions) {
+        for (CudaBuffer b : x2 == null ? List.of(xb) : List.of(xb, x2)) {
+            if (b.cols % headDim != 0 || rope.rotaryDim() > headDim || b.rows != xb.rows) {
+                throw new BackendException(op + ": " + b + " is not " + xb.rows + " rows of heads of " + headDim + " (rotaryDim " + rope.rotaryDim() + ")");
+            }
         }
         device.bind();
         long freqs = ropeFrequencies(rope);
-        int heads = xb.cols / headDim;
-        long pairs = (long) xb.rows * heads * (rope.rotaryDim() / 2);
+        int heads = xb.cols / headDim, heads2 = x2 == null ? 0 : x2.cols / headDim;
+        long pairs = (long) xb.rows * (heads + heads2) * (rope.rotaryDim() / 2);
         if (pairs == 0) return;
         positions.run();
-        device.launch(kRope).ptr(xb.address).i32(xb.rows).i32(heads).i32(headDim).i32(rope.rotaryDim()).ptr(freqs).ptr(device.stepBlock())
-                .go(blocks(pairs), 1, 1, EW, 0);
+        device.launch(kRope).ptr(xb.address).i32(xb.rows).i32(heads).ptr(x2 == null ? 0 : x2.address).i32(heads2).i32(headDim).i32(rope.rotaryDim())
+                .ptr(freqs).ptr(device.stepBlock()).go(blocks(pairs), 1, 1, EW, 0);
         checked(op, xb);
+        if (x2 != null) checked(op, x2);
     }
 
     @Override
@@ -550,13 +718,22 @@ public final class CudaBackend implements Backend {
 
     @Override
     public void ropeRows(Buffer x, int headDim, Rope rope, int[] positions) {
-        CudaBuffer xb = buf(x);
-        if (positions.length != xb.rows) throw new BackendException("ropeRows: " + positions.length + " positions for " + xb);
+        ropeRows("ropeRows", buf(x), null, headDim, rope, positions);
+    }
+
+    @Override
+    public void ropeRowsPair(Buffer q, Buffer k, int headDim, Rope rope, int[] positions) {
+        ropeRows("ropeRowsPair", buf(q), buf(k), headDim, rope, positions);
+    }
+
+    private void ropeRows(String op, CudaBuffer xb, CudaBuffer x2, int headDim, Rope rope, int[] positions) {
+        if (positions.length != xb.rows) throw new BackendException(op + ": " + positions.length + " positions for " + xb);
         if (positions.length > KernelCatalog.STEP_MAX_BATCH) {
-            Backend.super.ropeRows(x, headDim, rope, positions);
+            Backend.super.ropeRows(xb, headDim, rope, positions);
+            if (x2 != null) Backend.super.ropeRows(x2, headDim, rope, positions);
             return;
         }
-        launchRope("ropeRows", xb, headDim, rope, () -> device.setStepRowPositions(positions));
+        launchRope(op, xb, x2, headDim, rope, () -> device.setStepRowPositions(positions));
     }
 
     /** Device arrays of block-table addresses, one per decode batch's caches (row i: caches[i]); reused while a batch keeps its sequences. */
@@ -653,7 +830,9 @@ public final class CudaBackend implements Backend {
         device.bind();
         long n = g.elems();
         if (n == 0) return;
-        device.launch(kSiluMul).ptr(g.address).ptr(u.address).ptr(o.address).i64(n).go(blocks(n), 1, 1, EW, 0);
+        long x16 = x16Target(o);
+        device.launch(kSiluMul).ptr(g.address).ptr(u.address).ptr(o.address).i64(n).ptr(x16).go(blocks(n), 1, 1, EW, 0);
+        if (x16 != 0) x16Made(o, x16);
         checked("siluMul", o);
     }
 

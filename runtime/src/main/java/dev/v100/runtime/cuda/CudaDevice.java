@@ -58,6 +58,7 @@ public final class CudaDevice implements AutoCloseable {
     final CudaOptions options;
     final boolean cubin;
     private final CUctx_st ctx;
+    private long issued;   // see issued()
     private final CUstream_st rawStream;
     private final Arena arena = Arena.ofShared();
     final LaunchQueue queue;
@@ -195,13 +196,23 @@ public final class CudaDevice implements AutoCloseable {
 
     /** Starts a launch of k: its arguments, then {@link Launch#go}, from the issuing thread. */
     Launch launch(CudaKernel k) {
+        issued++;
         return queue.begin(k);
     }
 
     /** The stream, for anything but a kernel launch: the launches issued so far reach it first. */
     CUstream_st stream() {
+        issued++;
         queue.flush();
         return rawStream;
+    }
+
+    /**
+     * A count that grows with every launch and every other use of the stream (copies, memsets, cuBLAS, NCCL):
+     * two equal readings mean nothing that could write device memory was issued in between.
+     */
+    long issued() {
+        return issued;
     }
 
     /** Hands the launches issued so far to the stream (they run; nothing waits for them). */
@@ -312,6 +323,7 @@ public final class CudaDevice implements AutoCloseable {
 
     /** Copies src (any segment) to device address dst, asynchronously in stream order. */
     void upload(MemorySegment src, long dst, String what) {
+        issued++;
         queue.flush();
         uploads.upload(src, dst, what);
     }
@@ -339,6 +351,7 @@ public final class CudaDevice implements AutoCloseable {
     }
 
     cublasContext cublas() {
+        issued++;
         if (cublas == null) {
             try {
                 Loader.load(org.bytedeco.cuda.global.cublas.class);

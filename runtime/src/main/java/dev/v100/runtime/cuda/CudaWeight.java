@@ -36,12 +36,19 @@ final class CudaWeight implements Weight {
     /** Whether the fast GEMV takes this weight: 16-byte aligned address and row stride, whole 32-column units. */
     final boolean fastGemv;
 
-    /** The kernels of one weight type (suffix): decode GEMV (fast for 1 and up to 8 rows, reference), GEMM, dequant, MoE, gather. */
-    record Kernels(CudaKernel gemv, int gemvRows, CudaKernel gemv8, CudaKernel gemvRef, CudaKernel gemm, CudaKernel dequant, CudaKernel expert,
-                   CudaKernel embed) {
+    /**
+     * The kernels of one weight type (suffix): decode GEMV (fast for 1 row: gemv_ on fp32 x, or gemv_x16_ on x
+     * quantized to 16 bits, the other null, and gemv_x16_multi_ for several weights of one x; fast for up to 8
+     * rows; reference), GEMM, dequant, MoE, gather.
+     */
+    record Kernels(CudaKernel gemv, CudaKernel gemvX16, CudaKernel gemvX16Multi, int gemvRows, CudaKernel gemv8, CudaKernel gemvRef, CudaKernel gemm,
+                   CudaKernel dequant, CudaKernel expert, CudaKernel embed) {
         static Kernels of(CudaDevice d, String suffix) {
-            return new Kernels(d.kernel("gemv_" + suffix), KernelCatalog.gemvRowsPerBlock(suffix), d.kernel("gemv8_" + suffix), d.kernel("gemv_ref_" + suffix),
-                    d.kernel("gemm_" + suffix), d.kernel("dequant_" + suffix), d.kernel("expert_gemv_" + suffix), d.kernel("embed_" + suffix));
+            boolean x16 = KernelCatalog.gemvX16(suffix);
+            return new Kernels(x16 ? null : d.kernel("gemv_" + suffix), x16 ? d.kernel("gemv_x16_" + suffix) : null,
+                    x16 ? d.kernel("gemv_x16_multi_" + suffix) : null, KernelCatalog.gemvRowsPerBlock(suffix),
+                    d.kernel("gemv8_" + suffix), d.kernel("gemv_ref_" + suffix), d.kernel("gemm_" + suffix), d.kernel("dequant_" + suffix),
+                    d.kernel("expert_gemv_" + suffix), d.kernel("embed_" + suffix));
         }
     }
 

@@ -137,6 +137,21 @@ final class MultiGpuBackend implements Backend {
     }
 
     @Override
+    public void matmulEach(Buffer x, java.util.List<Weight> ws, java.util.List<Buffer> outs) {
+        group.post(rank, "matmulEach", () -> inner.matmulEach(x, ws, outs));
+    }
+
+    @Override
+    public void ropePair(Buffer q, Buffer k, int headDim, Rope rope, int startPos) {
+        group.post(rank, "ropePair", () -> inner.ropePair(q, k, headDim, rope, startPos));
+    }
+
+    @Override
+    public void ropeRowsPair(Buffer q, Buffer k, int headDim, Rope rope, int[] positions) {
+        group.post(rank, "ropeRowsPair", () -> inner.ropeRowsPair(q, k, headDim, rope, positions));
+    }
+
+    @Override
     public void attention(Buffer q, Buffer k, Buffer v, KvCache cache, int startPos, float scale, Buffer out) {
         group.post(rank, "attention", () -> inner.attention(q, k, v, cache, startPos, scale, out));
     }

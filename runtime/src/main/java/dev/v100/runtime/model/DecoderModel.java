@@ -255,9 +255,10 @@ public final class DecoderModel implements AutoCloseable {
             Buffer q = r.q.rows(n), k = r.k.rows(n), v = r.v.rows(n), att = r.att.rows(n), proj = r.proj.rows(n);
             b.rmsNorm(x, w.attnNorm(), config.hiddenSize(), eps, xn);
             r.trace.record(Trace.ATTN_NORM, layer, xn);
-            project(b, xn, w.q(), w.qBias(), q);
-            project(b, xn, w.k(), w.kBias(), k);
-            project(b, xn, w.v(), w.vBias(), v);
+            b.matmulEach(xn, List.of(w.q(), w.k(), w.v()), List.of(q, k, v));
+            if (w.qBias() != null) b.addBias(q, w.qBias());
+            if (w.kBias() != null) b.addBias(k, w.kBias());
+            if (w.vBias() != null) b.addBias(v, w.vBias());
             r.trace.record(Trace.Q, layer, q);
             r.trace.record(Trace.K, layer, k);
             r.trace.record(Trace.V, layer, v);
@@ -283,8 +284,7 @@ public final class DecoderModel implements AutoCloseable {
             r.trace.record(Trace.ATTN_RESIDUAL, layer, x);
             b.rmsNorm(x, w.ffnNorm(), config.hiddenSize(), eps, xn);
             r.trace.record(Trace.FFN_NORM, layer, xn);
-            b.matmul(xn, w.gate(), g);
-            b.matmul(xn, w.up(), u);
+            b.matmulEach(xn, List.of(w.gate(), w.up()), List.of(g, u));
             r.trace.record(Trace.FFN_GATE, layer, g);
             r.trace.record(Trace.FFN_UP, layer, u);
             b.siluMul(g, u, g);
@@ -308,8 +308,7 @@ public final class DecoderModel implements AutoCloseable {
     static void ropeAndAttend(Backend b, Trace trace, int layer, int headDim, dev.v100.runtime.backend.Rope rope, Buffer q, Buffer k, Buffer v,
                               java.util.function.IntFunction<dev.v100.runtime.backend.KvCache> cacheOfSlot, Rows rows, float scale, Buffer att) {
         if (!rows.batched()) {
-            b.rope(q, headDim, rope, rows.startPos());
-            b.rope(k, headDim, rope, rows.startPos());
+            b.ropePair(q, k, headDim, rope, rows.startPos());
             b.attention(q, k, v, cacheOfSlot.apply(rows.slot()), rows.startPos(), scale, att);
         } else {   // each row its own sequence: its position, its cache (one launch per op on the GPU)
             int[] pos = new int[rows.n()];
@@ -318,18 +317,12 @@ public final class DecoderModel implements AutoCloseable {
                 pos[i] = rows.positionOf(i);
                 caches[i] = cacheOfSlot.apply(rows.slotOf(i));
             }
-            b.ropeRows(q, headDim, rope, pos);
-            b.ropeRows(k, headDim, rope, pos);
+            b.ropeRowsPair(q, k, headDim, rope, pos);
             b.attentionRows(q, k, v, caches, pos, scale, att);
         }
         trace.record(Trace.Q_ROPE, layer, q);   // attention reads q and k, never writes them
         trace.record(Trace.K_ROPE, layer, k);
         trace.record(Trace.ATTN_OUT, layer, att);
-    }
-
-    private static void project(Backend b, Buffer x, dev.v100.runtime.backend.Weight w, dev.v100.runtime.backend.Weight bias, Buffer out) {
-        b.matmul(x, w, out);
-        if (bias != null) b.addBias(out, bias);
     }
 
     @Override

@@ -104,6 +104,17 @@ class CudaAttentionTest {
             b.ropeRows(x1, hd, rope, lengths);
             for (int i = 0; i < n; i++) b.rope(x2.slice(i, 1), hd, rope, lengths[i]);
             assertArrayEquals(b.read(x2), b.read(x1), "ropeRows vs rope per row");
+            // q and k of a batch in one launch, as ropeRows of each
+            int kCols = g.kvHeads() * hd;
+            float[] kIn = Arrays.copyOf(q, n * kCols);
+            Buffer q3 = b.allocate("q3", n, qCols), k3 = b.allocate("k3", n, kCols), k4 = b.allocate("k4", n, kCols);
+            b.write(q3, q, 0);
+            b.write(k3, kIn, 0);
+            b.write(k4, kIn, 0);
+            b.ropeRowsPair(q3, k3, hd, rope, lengths);
+            b.ropeRows(k4, hd, rope, lengths);
+            assertArrayEquals(b.read(x1), b.read(q3), "ropeRowsPair's q vs ropeRows");
+            assertArrayEquals(b.read(k4), b.read(k3), "ropeRowsPair's k vs ropeRows");
         }
     }
 

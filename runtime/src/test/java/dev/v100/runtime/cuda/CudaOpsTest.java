@@ -120,7 +120,9 @@ class CudaOpsTest {
         try (CudaBackend b = backend("norm")) {
             SplittableRandom rnd = new SplittableRandom(3);
             int[][] cases = {{1, 1, 1}, {7, 7, 7}, {33, 33, 33}, {3, 769, 769}, {2, 4097, 4097}, {5, 7 * 16, 16}, {9, 33 * 8, 8},
-                    {4, 32 * 128, 128}, {1, 3 * 256, 256}, {7, 4096, 4096}};
+                    {4, 32 * 128, 128}, {1, 3 * 256, 256}, {7, 4096, 4096},
+                    // one row, split over blocks when not in place (CudaBackend.NORM_SPLIT_ELEMS): 2, 8, 9 (the last chunk short), 28
+                    {1, 1024, 1024}, {1, 4096, 4096}, {1, 4097, 4097}, {1, 14336, 14336}};
             for (int[] c : cases) {
                 int rows = c[0], cols = c[1], group = c[2];
                 float[] x = halves(rnd, rows * cols, 3);
@@ -165,7 +167,15 @@ class CudaOpsTest {
                             RefOps.rope(ref, 0, rows, heads, c.headDim, c.rope.rotaryDim(), c.rope.invFreqShared(), pos);
                             Buffer xb = upload(b, "x", x, rows, cols);
                             b.rope(xb, c.headDim, c.rope, start);
-                            assertNmse(b.read(xb), ref, ROPE_NMSE, "rope " + c.label + " rows " + rows + " start " + start + " heads " + heads);
+                            float[] got = b.read(xb);
+                            assertNmse(got, ref, ROPE_NMSE, "rope " + c.label + " rows " + rows + " start " + start + " heads " + heads);
+                            // q and k in one launch: q as rope alone (bit for bit), k (another head count) as the reference
+                            float[] k = halves(rnd, rows * (heads + 1) * c.headDim, 1), kRef = k.clone();
+                            RefOps.rope(kRef, 0, rows, heads + 1, c.headDim, c.rope.rotaryDim(), c.rope.invFreqShared(), pos);
+                            Buffer qb = upload(b, "q", x, rows, cols), kb = upload(b, "k", k, rows, (heads + 1) * c.headDim);
+                            b.ropePair(qb, kb, c.headDim, c.rope, start);
+                            assertArrayEquals(got, b.read(qb), "ropePair's q vs rope " + c.label + " rows " + rows + " start " + start);
+                            assertNmse(b.read(kb), kRef, ROPE_NMSE, "ropePair's k " + c.label + " rows " + rows + " start " + start + " heads " + (heads + 1));
                         }
                     }
                 }

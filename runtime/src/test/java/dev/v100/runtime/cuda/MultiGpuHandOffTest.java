@@ -106,12 +106,12 @@ class MultiGpuHandOffTest {
         }
     }
 
-    /** A rank's CPU backend whose first matmul and first attention make the toy's waiting call. */
+    /** A rank's CPU backend whose first matmul (or matmulEach) and first attention make the toy's waiting call. */
     static Backend waitingAtFirstUse(Backend inner, int rank, Toy toy) {
         boolean[] seen = new boolean[2];
         return (Backend) Proxy.newProxyInstance(Backend.class.getClassLoader(), new Class<?>[] {Backend.class}, (proxy, m, args) -> {
             int first = switch (m.getName()) {
-                case "matmul" -> 0;
+                case "matmul", "matmulEach" -> 0;
                 case "attention" -> 1;
                 default -> -1;
             };
