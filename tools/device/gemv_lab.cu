@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
             auto run = [&](const Mat& m) {
                 int grid = (m.rows + GEMV_X16_ROWS - 1) / GEMV_X16_ROWS;
                 (t == "q4_K" ? gemv_x16_q4_K : gemv_x16_w4a16)<<<grid, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros,
-                                                                                                 m.groups, m.groupShift, xq, y, m.rows);
+                                                                                                 m.groups, m.groupShift, xq, y, m.rows, nullptr, 1.f);
             };
             double worst = 0;
             for (int i = 0; i < NS; i++) {

@@ -199,7 +199,9 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
 // are computed once per block into shared memory (COMBINE_TILE splits at a time), then every thread sums
 // its head dims over the splits with independent loads.
 #define COMBINE_TILE 1024
-extern "C" __global__ void attn_combine(const float* partO, const float* partML, int heads, int hd, int splits, float* out) {
+// x16: 0, or (one row, hd a multiple of 32: a warp's head dims are one unit) where out is also written in 16
+// bits for gemv_x16_* (x16_store_unit in common.cuh).
+extern "C" __global__ void attn_combine(const float* partO, const float* partML, int heads, int hd, int splits, float* out, unsigned char* x16) {
     __shared__ float wt[COMBINE_TILE];
     __shared__ float red[32];
     int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x;
@@ -237,7 +239,11 @@ extern "C" __global__ void attn_combine(const float* partO, const float* partML,
 #pragma unroll
     for (int k = 0; k < 2; k++) {
         int d = tid + k * blockDim.x;
-        if (d < hd) out[((i64) t * heads + h) * hd + d] = acc[k] / L;
+        if (d < hd) {
+            float y = acc[k] / L;
+            out[((i64) t * heads + h) * hd + d] = y;
+            if (x16) x16_store_unit(y, ((i64) h * hd + d) >> 5, heads * hd, x16);
+        }
     }
 }
 

@@ -115,8 +115,10 @@ __device__ __forceinline__ float dot32<WT_Q8_0>(const unsigned char* row, int ul
 }
 
 // The block's per-thread partial sums of R rows -> y[r0 + rr] (rows past the matrix are not written); TH threads.
+// With addTo: y = addTo + scale * sum (addTo may be y: a residual added in place, each element read and written
+// by one thread).
 template <int R, int TH = GEMV_THREADS>
-__device__ __forceinline__ void gemv_block_rows_out(float* acc, i64 r0, int rows, float* y) {
+__device__ __forceinline__ void gemv_block_rows_out(float* acc, i64 r0, int rows, float* y, const float* addTo = nullptr, float scale = 1.f) {
     __shared__ float red[TH / 32][R];
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 #pragma unroll
@@ -129,7 +131,7 @@ __device__ __forceinline__ void gemv_block_rows_out(float* acc, i64 r0, int rows
         float s = 0.f;
 #pragma unroll
         for (int k = 0; k < TH / 32; k++) s += red[k][tid];
-        y[r0 + tid] = s;
+        y[r0 + tid] = addTo ? addTo[r0 + tid] + scale * s : s;
     }
 }
 
@@ -267,7 +269,8 @@ __device__ __forceinline__ uint4 ldg16(const void* p) { return __ldg(reinterpret
 // nibbles are elements 16h.. of sub-block 2jj (unit A), the high ones of sub-block 2jj + 1 (unit B), so
 // v & 0x0F0F0F0F and (v >> 4) & 0x0F0F0F0F of word k meet x16's bytes 4k.. of the two units as they are.
 template <int R>
-__device__ __forceinline__ void gemv_x16_q4k_impl(const WView& w, const unsigned char* xq, float* y, int rows, i64 r0) {
+__device__ __forceinline__ void gemv_x16_q4k_impl(const WView& w, const unsigned char* xq, float* y, int rows, i64 r0, const float* addTo,
+                                                  float scale) {
     X16 x = x16_view(xq, w.cols);
     int tid = threadIdx.x;
     int items = w.cols >> 5;
@@ -312,14 +315,15 @@ __device__ __forceinline__ void gemv_x16_q4k_impl(const WView& w, const unsigned
             acc[rr] += d * ((float) (scA * (256 * ah + al)) * sA + (float) (scB * (256 * bh + bl)) * sB) - dmin * ((float) mA * qA + (float) mB * qB);
         }
     }
-    gemv_block_rows_out<R, GEMV_X16_THREADS>(acc, r0, rows, y);
+    gemv_block_rows_out<R, GEMV_X16_THREADS>(acc, r0, rows, y, addTo, scale);
 }
 
 // W4A16, a thread per unit (16 bytes): word i's nibble n at bit 4n is element 8i + 2n, at bit 16 + 4n element
 // 8i + 2n + 1, so v & 0x0F0F0F0F holds elements (0, 4, 1, 5) + 8i and (v >> 4) & 0x0F0F0F0F (2, 6, 3, 7) + 8i:
 // x16's bytes are permuted to match once per unit for the block's rows.
 template <int R>
-__device__ __forceinline__ void gemv_x16_w4a16_impl(const WView& w, const unsigned char* xq, float* y, int rows, i64 r0) {
+__device__ __forceinline__ void gemv_x16_w4a16_impl(const WView& w, const unsigned char* xq, float* y, int rows, i64 r0, const float* addTo,
+                                                  float scale) {
     X16 x = x16_view(xq, w.cols);
     int tid = threadIdx.x;
     int units = w.cols >> 5;
@@ -353,7 +357,7 @@ __device__ __forceinline__ void gemv_x16_w4a16_impl(const WView& w, const unsign
             acc[rr] += h2f(w.scales[g]) * ((float) (256 * ih + il) * s - (float) w.zeros[g] * xsum);
         }
     }
-    gemv_block_rows_out<R, GEMV_X16_THREADS>(acc, r0, rows, y);
+    gemv_block_rows_out<R, GEMV_X16_THREADS>(acc, r0, rows, y, addTo, scale);
 }
 
 // Which n = 1 kernel a type runs (see the top of this file); KernelCatalog.gemvRowsPerBlock mirrors ROWS.
@@ -520,12 +524,13 @@ struct GemvPart {
 #define GEMV_PART_BYTES 56
 static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelCatalog.GEMV_PART_BYTES");
 
-// xq: gemv_x16_quantize's output for this x
+// xq: gemv_x16_quantize's output for this x; addTo: 0, or y = addTo + scale * (x W^T) (a residual, in place)
 #define GEMV_X16(SUFFIX, T, IMPL)                                                                                          \
     GEMV_COMMON(SUFFIX, T)                                                                                                 \
     extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) gemv_x16_##SUFFIX(WEIGHT_PARAMS, const unsigned char* xq, \
-                                                                                     float* y, int rows) {                 \
-        IMPL<GemvPlan<T>::ROWS>(WEIGHT_VIEW, xq, y, rows, (i64) blockIdx.x * GemvPlan<T>::ROWS);                           \
+                                                                                     float* y, int rows, const float* addTo, \
+                                                                                     float scale) {                        \
+        IMPL<GemvPlan<T>::ROWS>(WEIGHT_VIEW, xq, y, rows, (i64) blockIdx.x * GemvPlan<T>::ROWS, addTo, scale);             \
     }                                                                                                                      \
     extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) gemv_x16_multi_##SUFFIX(const GemvPart* parts, int nparts, \
                                                                                            int cols, const unsigned char* xq) { \
@@ -533,7 +538,7 @@ static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelC
         while (p + 1 < nparts && (int) blockIdx.x >= parts[p + 1].blockStart) p++;                                         \
         const GemvPart& g = parts[p];                                                                                      \
         IMPL<GemvPlan<T>::ROWS>(WView{g.data, g.rowBytes, cols, g.groups, g.groupShift, g.scales, g.zeros}, xq, g.y, g.rows, \
-                                (i64) (blockIdx.x - g.blockStart) * GemvPlan<T>::ROWS);                                    \
+                                (i64) (blockIdx.x - g.blockStart) * GemvPlan<T>::ROWS, nullptr, 1.f);                      \
     }
 GEMV(f32, WT_F32)
 GEMV(f16, WT_F16)

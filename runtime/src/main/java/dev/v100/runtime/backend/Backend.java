@@ -128,6 +128,15 @@ public interface Backend extends AutoCloseable {
         for (int i = 0; i < ws.size(); i++) matmul(x, ws.get(i), outs.get(i));
     }
 
+    /**
+     * acc += scale * (x @ w^T) (a residual stream taking a projection), scratch [n, w.rows] its room (contents
+     * undefined after): one op where a backend can fuse them.
+     */
+    default void matmulAdd(Buffer x, Weight w, float scale, Buffer scratch, Buffer acc) {
+        matmul(x, w, scratch);
+        add(acc, scratch, scale, acc);
+    }
+
     /** x[i, :] += bias for every row (qwen2's q/k/v biases). */
     void addBias(Buffer x, Weight bias);
 

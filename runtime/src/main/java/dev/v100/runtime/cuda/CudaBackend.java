@@ -421,11 +421,36 @@ public final class CudaBackend implements Backend {
 
     /** gemv_x16_*: x quantized to 16 bits by gemv_x16_quantize (unless the scratch still holds this x), then the GEMV. */
     private void gemvX16(CudaBuffer x, CudaWeight w, CudaBuffer out) {
+        gemvX16(x, w, out, 0, 1f);
+    }
+
+    /** As above; with addTo (not 0), out = addTo + scale * (x w^T). */
+    private void gemvX16(CudaBuffer x, CudaWeight w, CudaBuffer out, long addTo, float scale) {
         long q = x16Of(x, w.cols);
         int per = w.kernels.gemvRows();
-        w.params(device.launch(w.kernels.gemvX16())).ptr(q).ptr(out.address).i32((int) w.rows)
+        w.params(device.launch(w.kernels.gemvX16())).ptr(q).ptr(out.address).i32((int) w.rows).ptr(addTo).f32(scale)
                 .go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_X16_THREADS, 0);
         x16Read(x, q, List.of(out));
+    }
+
+    /**
+     * acc += scale * (x w^T): for one decode row through a gemv_x16_* weight, the GEMV adds into acc itself (no
+     * scratch write, no add launch); otherwise matmul into scratch and add.
+     */
+    @Override
+    public void matmulAdd(Buffer x, Weight w, float scale, Buffer scratch, Buffer acc) {
+        CudaBuffer xb = buf(x), ab = buf(acc);
+        CudaWeight wt = w(w);
+        boolean fused = xb.rows == 1 && wt.kernels.gemvX16() != null && fastGemvTakes(xb, wt) && wt.index == 0 && wt.vector == 0
+                && wt.expertRows == 0 && wt.cols == xb.cols && ab.rows == 1 && ab.cols == wt.rows;
+        if (!fused) {
+            Backend.super.matmulAdd(x, w, scale, scratch, acc);
+            return;
+        }
+        device.bind();
+        note(wt);
+        gemvX16(xb, wt, ab, ab.address, scale);
+        checked("matmulAdd " + wt.name, ab);
     }
 
     /**
@@ -668,7 +693,7 @@ public final class CudaBackend implements Backend {
         c.ensure(startPos + n, name + " layer " + lastLayer);
         long pool = c.poolBase(), stride = c.pageStrideElems();
         long kvElems = (long) n * kvCols;
-        long partO = 0, partML = 0;
+        long partO = 0, partML = 0, x16 = 0;
         int splits = 0;
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
             int threadsPerKey = KernelCatalog.ATTN_THREADS / KernelCatalog.ATTN_DECODE_CHUNK_TOKENS;
@@ -681,6 +706,7 @@ public final class CudaBackend implements Backend {
             // scratch before any launch of this op: growing one frees the old (and drops cached graphs)
             partO = device.scratch("attn-partials", 4L * parts * hd);
             partML = device.scratch("attn-maxsum", 8L * parts);
+            if (n == 1 && hd % 32 == 0) x16 = x16Target(ob);   // a warp of attn_combine writes one 32-element unit
         }
         device.setStepPosition(startPos);
         long step = device.stepBlock();
@@ -689,8 +715,9 @@ public final class CudaBackend implements Backend {
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
             device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).ptr(0).i64(stride).ptr(step).f32(scale)
                     .i32(splits).ptr(partO).ptr(partML).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
-            device.launch(kAttnCombine).ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address)
+            device.launch(kAttnCombine).ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address).ptr(x16)
                     .go(heads, n, 1, KernelCatalog.ATTN_THREADS, 0);
+            if (x16 != 0) x16Made(ob, x16);
         } else {
             int smem = KernelCatalog.attnPrefillSmemBytes(hd);
             int declared = KernelCatalog.get("attn_prefill").maxDynamicSmemBytes();
@@ -817,7 +844,7 @@ public final class CudaBackend implements Backend {
                 .go(blocks(kvElems), 1, 1, EW, 0);
         device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c0.kvHeads).i32(hd).ptr(pool).ptr(c0.table).ptr(tables).i64(stride).ptr(step).f32(scale)
                 .i32(splits).ptr(partO).ptr(partML).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
-        device.launch(kAttnCombine).ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address)
+        device.launch(kAttnCombine).ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address).ptr(0)
                 .go(heads, n, 1, KernelCatalog.ATTN_THREADS, 0);
         checked("attentionRows", ob);
     }

@@ -137,6 +137,11 @@ final class MultiGpuBackend implements Backend {
     }
 
     @Override
+    public void matmulAdd(Buffer x, Weight w, float scale, Buffer scratch, Buffer acc) {
+        group.post(rank, "matmulAdd", () -> inner.matmulAdd(x, w, scale, scratch, acc));
+    }
+
+    @Override
     public void matmulEach(Buffer x, java.util.List<Weight> ws, java.util.List<Buffer> outs) {
         group.post(rank, "matmulEach", () -> inner.matmulEach(x, ws, outs));
     }

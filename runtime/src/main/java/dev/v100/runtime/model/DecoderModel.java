@@ -248,6 +248,9 @@ public final class DecoderModel implements AutoCloseable {
         float eps = (float) config.rmsNormEps();
         float resMul = (float) config.residualMultiplier();
         List<Buffer> partials = new ArrayList<>(ranks.size());
+        // one rank (nothing to all-reduce) and no trace (which records the projections): the o and down
+        // projections add into x in the same op
+        boolean fuse = ranks.size() == 1 && !ranks.get(0).trace.enabled();
         for (RankShard r : ranks) {
             Backend b = r.backend;
             LayerWeights w = r.layer(layer);
@@ -269,18 +272,24 @@ public final class DecoderModel implements AutoCloseable {
                 r.trace.record(Trace.K_NORM, layer, k);
             }
             ropeAndAttend(b, r.trace, layer, hd, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
-            b.matmul(att, w.o(), proj);
-            partials.add(proj);
+            if (fuse) {
+                b.matmulAdd(att, w.o(), resMul, proj, x);
+            } else {
+                b.matmul(att, w.o(), proj);
+                partials.add(proj);
+            }
         }
-        collectives.allReduceSum(partials);
+        if (!fuse) collectives.allReduceSum(partials);
         partials.clear();
         for (RankShard r : ranks) {
             Backend b = r.backend;
             LayerWeights w = r.layer(layer);
             Buffer x = r.x.rows(n), xn = r.xn.rows(n), proj = r.proj.rows(n);
             Buffer g = r.gate.rows(n), u = r.up.rows(n);
-            r.trace.record(Trace.ATTN_PROJ, layer, proj);
-            b.add(x, proj, resMul, x);
+            if (!fuse) {
+                r.trace.record(Trace.ATTN_PROJ, layer, proj);
+                b.add(x, proj, resMul, x);
+            }
             r.trace.record(Trace.ATTN_RESIDUAL, layer, x);
             b.rmsNorm(x, w.ffnNorm(), config.hiddenSize(), eps, xn);
             r.trace.record(Trace.FFN_NORM, layer, xn);
@@ -289,14 +298,20 @@ public final class DecoderModel implements AutoCloseable {
             r.trace.record(Trace.FFN_UP, layer, u);
             b.siluMul(g, u, g);
             r.trace.record(Trace.FFN_ACT, layer, g);
-            b.matmul(g, w.down(), proj);
-            partials.add(proj);
+            if (fuse) {
+                b.matmulAdd(g, w.down(), resMul, proj, x);
+            } else {
+                b.matmul(g, w.down(), proj);
+                partials.add(proj);
+            }
         }
-        collectives.allReduceSum(partials);
+        if (!fuse) collectives.allReduceSum(partials);
         for (RankShard r : ranks) {
             Buffer x = r.x.rows(n), proj = r.proj.rows(n);
-            r.trace.record(Trace.FFN_OUT, layer, proj);
-            r.backend.add(x, proj, resMul, x);
+            if (!fuse) {
+                r.trace.record(Trace.FFN_OUT, layer, proj);
+                r.backend.add(x, proj, resMul, x);
+            }
             r.trace.record(Trace.LAYER_OUT, layer, x);
         }
     }

@@ -118,7 +118,44 @@ class CudaAttentionTest {
         }
     }
 
+    /**
+     * One decode row's attention writes its output's 16-bit copy for gemv_x16_* (attn_combine, when a weight of the
+     * backend runs it): the o projection that follows is one launch and computes the product of the rounded output.
+     */
+    @Test
+    void decodeRowWritesTheX16CopyOfItsOutput() {
+        try (CudaBackend b = backend("attention x16")) {
+            SplittableRandom rnd = new SplittableRandom(21);
+            Geometry g = new Geometry(8, 2, 64);
+            int qCols = g.heads() * g.headDim(), rows = 40;
+            var m = dev.v100.kernels.ref.RandomBlocks.matrix("blk.0.attn_output.weight", dev.v100.formats.ggml.GgmlType.Q4_K, rows, qCols, 0.05, rnd);
+            float[] dense = new float[rows * qCols];
+            for (int r = 0; r < rows; r++) dev.v100.formats.ggml.GgmlCodecs.dequantizeRow(dev.v100.formats.ggml.GgmlType.Q4_K, m.data(), qCols, r, dense, r * qCols);
+            CudaWeight w = (CudaWeight) b.weight(m.name(), dev.v100.formats.ggml.GgmlType.Q4_K, new long[] {rows, qCols}, m.data());
+            Buffer y = b.allocate("y", 1, rows);
+            for (int startPos : new int[] {0, 70}) {
+                long[] launches = new long[1];
+                Buffer[] out = new Buffer[1];
+                check(b, g, startPos, 1, rnd, o -> {
+                    long before = b.device.issued();
+                    b.gemv((CudaBuffer) o, w, (CudaBuffer) y);
+                    launches[0] = b.device.issued() - before;
+                    out[0] = o;
+                });
+                assertEquals(1, launches[0], "start " + startPos + ": the GEMV of one decode row's attention output is one launch");
+                float[] want = CudaMatmulTest.reference(dense, rows, qCols, CudaMatmulTest.x16Rounded(b.read(out[0])), 1);
+                double e = nmse(b.read(y), want);
+                assertTrue(e <= CudaMatmulTest.GEMV_NMSE, "start " + startPos + ": NMSE " + e + " against the product of the rounded output");
+            }
+        }
+    }
+
     static void check(CudaBackend b, Geometry g, int startPos, int n, SplittableRandom rnd) {
+        check(b, g, startPos, n, rnd, out -> {});
+    }
+
+    /** The attention op against the reference; afterOp runs with its output right after the op (nothing else issued). */
+    static void check(CudaBackend b, Geometry g, int startPos, int n, SplittableRandom rnd, java.util.function.Consumer<Buffer> afterOp) {
         int hd = g.headDim(), qCols = g.heads() * hd, kvCols = g.kvHeads() * hd, capacity = startPos + n + 3;
         float scale = (float) (1 / Math.sqrt(hd));
         KvCache cache = b.allocateKvCache(g.kvHeads(), hd, capacity);
@@ -139,6 +176,7 @@ class CudaAttentionTest {
         Arrays.fill(poison, Float.NaN);
         b.write(ob, poison, 0);
         b.attention(qb, kb, vb, cache, startPos, scale, ob);
+        afterOp.accept(ob);
         int[] pos = new int[n];
         for (int i = 0; i < n; i++) pos[i] = startPos + i;
         float[] ref = new float[n * qCols];

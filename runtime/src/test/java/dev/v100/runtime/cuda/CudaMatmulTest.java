@@ -304,6 +304,31 @@ class CudaMatmulTest {
         }
     }
 
+    /** matmulAdd (acc += scale x w^T) as matmul then add, bit for bit: fused into the GEMV for x16 weights, two ops otherwise. */
+    @Test
+    void matmulAddIsMatmulThenAdd() {
+        try (CudaBackend b = backend("matmulAdd")) {
+            SplittableRandom rnd = new SplittableRandom(20);
+            int rows = 130, cols = 512;
+            for (String kind : new String[] {"q4_K", "w4a16", "q8_0"}) {
+                Weight w = kind.equals("w4a16")
+                        ? b.w4a16Weight("blk.0.ffn_down.weight", new long[] {rows, cols}, 128, 0, randomW4A16(new W4A16Layout.Geometry(rows, cols, 128), rnd))
+                        : b.weight("blk.0.ffn_down.weight", GgmlType.byName(kind), new long[] {rows, cols},
+                                RandomBlocks.matrix("w", GgmlType.byName(kind), rows, cols, 0.05, rnd).data());
+                Buffer x = b.allocate("x", 1, cols), scratch = b.allocate("scratch", 1, rows);
+                Buffer fused = b.allocate("fused", 1, rows), twoOps = b.allocate("two ops", 1, rows);
+                float[] residual = halves(rnd, rows, 2);
+                b.write(x, halves(rnd, cols, 1), 0);
+                b.write(fused, residual, 0);
+                b.write(twoOps, residual, 0);
+                b.matmulAdd(x, w, 0.75f, scratch, fused);
+                b.matmul(x, w, scratch);
+                b.add(twoOps, scratch, 0.75f, twoOps);
+                assertArrayEquals(b.read(twoOps), b.read(fused), kind + ": matmulAdd vs matmul + add");
+            }
+        }
+    }
+
     /** A non-finite element of x makes every output of gemv_x16_* NaN (the 16-bit copy cannot hold it; a finite y would hide it). */
     @Test
     void x16GemvOfNonFiniteXIsNaN() {
