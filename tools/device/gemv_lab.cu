@@ -197,11 +197,11 @@ int main(int argc, char** argv) {
         if (t == "q4_K" || t == "w4a16") {   // shipped: x quantized once per input (4 launches a layer) + gemv_x16
             unsigned char* xq;
             CK(cudaMalloc(&xq, 3 * 14336));
-            auto quant = [&](int K) { gemv_x16_quantize<<<(K / 32 + 3) / 4, 128, 0, s>>>(x, K, xq); };
+            auto quant = [&](int K) { gemv_x16_quantize<<<(K / 32 + 3) / 4, 128, 0, s>>>(x, K, 1, xq); };
             auto run = [&](const Mat& m) {
                 int grid = (m.rows + GEMV_X16_ROWS - 1) / GEMV_X16_ROWS;
                 (t == "q4_K" ? gemv_x16_q4_K : gemv_x16_w4a16)<<<grid, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros,
-                                                                                                 m.groups, m.groupShift, xq, y, m.rows, nullptr, 1.f);
+                                                                                                 m.groups, m.groupShift, xq, 1, y, m.rows, nullptr, 1.f);
             };
             double worst = 0;
             for (int i = 0; i < NS; i++) {

@@ -114,13 +114,15 @@ __device__ __forceinline__ float dot32<WT_Q8_0>(const unsigned char* row, int ul
     return d * (256.f * (acc - xsum) - 128.f * xsum);
 }
 
-// The block's per-thread partial sums of R rows -> y[r0 + rr] (rows past the matrix are not written); TH threads.
+// The block's per-thread partial sums of R rows -> y[r0 + rr] (rows past the matrix are not written); TH threads;
+// every thread of the block must call it.
 // With addTo: y = addTo + scale * sum (addTo may be y: a residual added in place, each element read and written
 // by one thread).
 template <int R, int TH = GEMV_THREADS>
 __device__ __forceinline__ void gemv_block_rows_out(float* acc, i64 r0, int rows, float* y, const float* addTo = nullptr, float scale = 1.f) {
     __shared__ float red[TH / 32][R];
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    __syncthreads();   // a previous call's readers are done with red (called once per token row of a batch)
 #pragma unroll
     for (int rr = 0; rr < R; rr++) {
         float s = warp_sum(acc[rr]);
@@ -240,6 +242,9 @@ __device__ __forceinline__ void gemv_direct_impl(const WView& w, const float* __
 // (KernelCatalog.gemvX16Bytes): hi [K] bytes, lo [K] bytes, s [K / 32] floats, sums [K / 16] floats.
 #define GEMV_X16_ROWS 2
 #define GEMV_X16_THREADS 64
+// gemv_x16_q4_K: resident blocks a multiprocessor must fit (at most 56 registers: the batch-ready layout otherwise
+// takes 64, and the 56-register form measured 72 vs 75.5 us an 8B layer in the lab)
+#define GEMV_X16_Q4K_MIN_BLOCKS 18
 
 struct X16 {
     const signed char* hi;
@@ -252,12 +257,19 @@ __device__ __forceinline__ X16 x16_view(const unsigned char* p, int K) {
                reinterpret_cast<const float*>(p + 2 * K + 4 * (K >> 5))};
 }
 
-// a warp per 32-element unit (x16_store_unit in common.cuh); K a multiple of 32. rmsnorm and silu_mul write
-// the same bytes for their one-row outputs where the runtime asks (then this launch is skipped).
-extern "C" __global__ void gemv_x16_quantize(const float* __restrict__ x, int K, unsigned char* out) {
+// The x16 of n token rows: row t at t * x16_row_bytes(K) (KernelCatalog.gemvX16Bytes), a multiple of 16 bytes
+// (the GEMVs read a row's bytes with 16-byte loads)
+__device__ __forceinline__ i64 x16_row_bytes(int K) { return (2 * (i64) K + 4 * (K >> 5) + 4 * (K >> 4) + 15) & ~(i64) 15; }
+
+// x [n, K] -> its x16 rows: a warp per 32-element unit (x16_store_unit in common.cuh); K a multiple of 32.
+// rmsnorm, silu_mul and attn_combine write the same bytes for their one-row outputs where the runtime asks
+// (then this launch is skipped).
+extern "C" __global__ void gemv_x16_quantize(const float* __restrict__ x, int K, int n, unsigned char* out) {
     i64 u = (i64) blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (u >= (K >> 5)) return;
-    x16_store_unit(x[32 * u + (threadIdx.x & 31)], u, K, out);
+    int units = K >> 5;
+    if (u >= (i64) units * n) return;
+    i64 t = u / units;
+    x16_store_unit(x[32 * u + (threadIdx.x & 31)], u - t * units, K, out + t * x16_row_bytes(K));
 }
 
 __device__ __forceinline__ int dp4_hi(unsigned q, unsigned hi, int c) { return __dp4a((int) q, (int) hi, c); }   // q in 0..15
@@ -268,96 +280,169 @@ __device__ __forceinline__ uint4 ldg16(const void* p) { return __ldg(reinterpret
 // + 16 (jj = (i / 2) % 4, h = i % 2, fixed per thread since the block is a multiple of 8 threads); their low
 // nibbles are elements 16h.. of sub-block 2jj (unit A), the high ones of sub-block 2jj + 1 (unit B), so
 // v & 0x0F0F0F0F and (v >> 4) & 0x0F0F0F0F of word k meet x16's bytes 4k.. of the two units as they are.
-template <int R>
-__device__ __forceinline__ void gemv_x16_q4k_impl(const WView& w, const unsigned char* xq, float* y, int rows, i64 r0, const float* addTo,
-                                                  float scale) {
-    X16 x = x16_view(xq, w.cols);
+// NT token rows at most (n of them): the weights are read once, each token row's x16 against them; token row
+// t's sums are exactly those of the same GEMV of that row alone (the same order: a batch decodes as each alone).
+// One token row's x16 for a Q4_K item: elements 16h.. of units uA and uA + 1 (hi and lo bytes), their scales and sums
+struct Q4kX {
+    unsigned hA[4], lA[4], hB[4], lB[4];
+    float sA, sB, qA, qB;
+};
+__device__ __forceinline__ Q4kX q4k_x(const unsigned char* xq, int K, int uA, int h) {
+    X16 x = x16_view(xq, K);
+    uint4 ha = ldg16(x.hi + 32 * uA + 16 * h), la = ldg16(x.lo + 32 * uA + 16 * h);
+    uint4 hb = ldg16(x.hi + 32 * uA + 32 + 16 * h), lb = ldg16(x.lo + 32 * uA + 32 + 16 * h);
+    return Q4kX{{ha.x, ha.y, ha.z, ha.w}, {la.x, la.y, la.z, la.w}, {hb.x, hb.y, hb.z, hb.w}, {lb.x, lb.y, lb.z, lb.w},
+                __ldg(x.scale + uA), __ldg(x.scale + uA + 1), __ldg(x.sum16 + 2 * uA + h), __ldg(x.sum16 + 2 * uA + 2 + h)};
+}
+
+// One weight row's Q4_K item: its codes as v & 0x0F0F0F0F (lo, unit A) and (v >> 4) & 0x0F0F0F0F (hi, unit B),
+// the two sub-blocks' scales and mins (scale_min_k4 from the 12 scale bytes in hd.y, hd.z, hd.w), d and dmin
+struct Q4kW {
+    unsigned lo[4], hi[4];
+    int scA, mA, scB, mB;
+    float d, dmin;
+};
+__device__ __forceinline__ Q4kW q4k_w(const unsigned char* row, int sb, int jj, int h) {
+    const unsigned char* b = row + 144 * sb;
+    uint4 hd = ldg16(b);                                 // d, dmin, scales[12]
+    uint4 qv = ldg16(b + 16 + 32 * jj + 16 * h);
+    unsigned v[4] = {qv.x, qv.y, qv.z, qv.w};
+    Q4kW w;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        w.lo[k] = v[k] & 0x0F0F0F0Fu;
+        w.hi[k] = (v[k] >> 4) & 0x0F0F0F0Fu;
+    }
+    unsigned q0 = hd.y, q4 = hd.z, q8 = hd.w;
+    if (jj < 2) {
+        int sh = 16 * jj;
+        w.scA = (q0 >> sh) & 63; w.scB = (q0 >> (sh + 8)) & 63;
+        w.mA = (q4 >> sh) & 63;  w.mB = (q4 >> (sh + 8)) & 63;
+    } else {
+        int sh = 16 * (jj - 2);
+        unsigned e8 = q8 >> sh, e0 = q0 >> sh, e4 = q4 >> sh;
+        w.scA = (e8 & 15) | (((e0 >> 6) & 3) << 4);       w.scB = ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
+        w.mA = ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4); w.mB = ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
+    }
+    w.d = h2f((h16) (hd.x & 0xffffu));
+    w.dmin = h2f((h16) (hd.x >> 16));
+    return w;
+}
+
+// the item's dot: sum q x16 of both units in int32 (two dp4a per 4 codes and unit), then the scales and mins
+__device__ __forceinline__ float q4k_dot(const Q4kW& w, const Q4kX& x) {
+    int ah = 0, al = 0, bh = 0, bl = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        ah = dp4_hi(w.lo[k], x.hA[k], ah); al = dp4_lo(w.lo[k], x.lA[k], al);
+        bh = dp4_hi(w.hi[k], x.hB[k], bh); bl = dp4_lo(w.hi[k], x.lB[k], bl);
+    }
+    return w.d * ((float) (w.scA * (256 * ah + al)) * x.sA + (float) (w.scB * (256 * bh + bl)) * x.sB) - w.dmin * ((float) w.mA * x.qA + (float) w.mB * x.qB);
+}
+
+template <int R, int NT>
+__device__ __forceinline__ void gemv_x16_q4k_impl(const WView& w, const unsigned char* xq, int n, float* y, int rows, i64 r0,
+                                                  const float* addTo, float scale) {
     int tid = threadIdx.x;
     int items = w.cols >> 5;
-    float acc[R];
+    i64 xStride = x16_row_bytes(w.cols);
+    float acc[NT][R];
 #pragma unroll
-    for (int rr = 0; rr < R; rr++) acc[rr] = 0.f;
+    for (int t = 0; t < NT; t++)
+#pragma unroll
+        for (int rr = 0; rr < R; rr++) acc[t][rr] = 0.f;
     const int h = tid & 1, jj = (tid >> 1) & 3;
+    auto row = [&](int rr) { return w.data + min(r0 + rr, (i64) rows - 1) * w.rowBytes; };
     for (int it = tid; it < items; it += GEMV_X16_THREADS) {
         int sb = it >> 3, uA = 8 * sb + 2 * jj;
-        uint4 ha = ldg16(x.hi + 32 * uA + 16 * h), la = ldg16(x.lo + 32 * uA + 16 * h);
-        uint4 hb = ldg16(x.hi + 32 * uA + 32 + 16 * h), lb = ldg16(x.lo + 32 * uA + 32 + 16 * h);
-        float sA = __ldg(x.scale + uA), sB = __ldg(x.scale + uA + 1), qA = __ldg(x.sum16 + 2 * uA + h), qB = __ldg(x.sum16 + 2 * uA + 2 + h);
-        unsigned hA[4] = {ha.x, ha.y, ha.z, ha.w}, lA[4] = {la.x, la.y, la.z, la.w}, hB[4] = {hb.x, hb.y, hb.z, hb.w}, lB[4] = {lb.x, lb.y, lb.z, lb.w};
+        Q4kX x0 = q4k_x(xq, w.cols, uA, h);   // token row 0 (n >= 1)
+        if (NT == 1) {
+            // one token row: each weight row decoded where it is used (fewer live registers: measured faster)
 #pragma unroll
-        for (int rr = 0; rr < R; rr++) {
-            i64 r = min(r0 + rr, (i64) rows - 1);
-            const unsigned char* b = w.data + r * w.rowBytes + 144 * sb;
-            uint4 hd = ldg16(b);                                 // d, dmin, scales[12]
-            uint4 qv = ldg16(b + 16 + 32 * jj + 16 * h);
-            unsigned v[4] = {qv.x, qv.y, qv.z, qv.w};
-            int ah = 0, al = 0, bh = 0, bl = 0;
+            for (int rr = 0; rr < R; rr++) acc[0][rr] += q4k_dot(q4k_w(row(rr), sb, jj, h), x0);
+        } else {
+            // a batch: each weight row decoded once for the n token rows
+            Q4kW wr[R];
 #pragma unroll
-            for (int k = 0; k < 4; k++) {
-                unsigned lo = v[k] & 0x0F0F0F0Fu, hi = (v[k] >> 4) & 0x0F0F0F0Fu;
-                ah = dp4_hi(lo, hA[k], ah); al = dp4_lo(lo, lA[k], al);
-                bh = dp4_hi(hi, hB[k], bh); bl = dp4_lo(hi, lB[k], bl);
+            for (int rr = 0; rr < R; rr++) wr[rr] = q4k_w(row(rr), sb, jj, h);
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                if (t >= n) break;
+                Q4kX x = t == 0 ? x0 : q4k_x(xq + t * xStride, w.cols, uA, h);
+#pragma unroll
+                for (int rr = 0; rr < R; rr++) acc[t][rr] += q4k_dot(wr[rr], x);
             }
-            // scale_min_k4 of sub-blocks 2jj and 2jj + 1 from the 12 scale bytes in hd.y, hd.z, hd.w
-            unsigned q0 = hd.y, q4 = hd.z, q8 = hd.w;
-            int scA, mA, scB, mB;
-            if (jj < 2) {
-                int sh = 16 * jj;
-                scA = (q0 >> sh) & 63; scB = (q0 >> (sh + 8)) & 63;
-                mA = (q4 >> sh) & 63;  mB = (q4 >> (sh + 8)) & 63;
-            } else {
-                int sh = 16 * (jj - 2);
-                unsigned e8 = q8 >> sh, e0 = q0 >> sh, e4 = q4 >> sh;
-                scA = (e8 & 15) | (((e0 >> 6) & 3) << 4);       scB = ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
-                mA = ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4); mB = ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
-            }
-            float d = h2f((h16) (hd.x & 0xffffu)), dmin = h2f((h16) (hd.x >> 16));
-            acc[rr] += d * ((float) (scA * (256 * ah + al)) * sA + (float) (scB * (256 * bh + bl)) * sB) - dmin * ((float) mA * qA + (float) mB * qB);
         }
     }
-    gemv_block_rows_out<R, GEMV_X16_THREADS>(acc, r0, rows, y, addTo, scale);
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        if (t >= n) break;
+        gemv_block_rows_out<R, GEMV_X16_THREADS>(acc[t], r0, rows, y + (i64) t * rows, addTo ? addTo + (i64) t * rows : nullptr, scale);
+    }
 }
 
 // W4A16, a thread per unit (16 bytes): word i's nibble n at bit 4n is element 8i + 2n, at bit 16 + 4n element
 // 8i + 2n + 1, so v & 0x0F0F0F0F holds elements (0, 4, 1, 5) + 8i and (v >> 4) & 0x0F0F0F0F (2, 6, 3, 7) + 8i:
-// x16's bytes are permuted to match once per unit for the block's rows.
-template <int R>
-__device__ __forceinline__ void gemv_x16_w4a16_impl(const WView& w, const unsigned char* xq, float* y, int rows, i64 r0, const float* addTo,
-                                                  float scale) {
-    X16 x = x16_view(xq, w.cols);
+// x16's bytes are permuted to match once per unit and token row for the block's rows. NT as above.
+template <int R, int NT>
+__device__ __forceinline__ void gemv_x16_w4a16_impl(const WView& w, const unsigned char* xq, int n, float* y, int rows, i64 r0,
+                                                    const float* addTo, float scale) {
     int tid = threadIdx.x;
     int units = w.cols >> 5;
-    float acc[R];
+    i64 xStride = x16_row_bytes(w.cols);
+    float acc[NT][R];
 #pragma unroll
-    for (int rr = 0; rr < R; rr++) acc[rr] = 0.f;
+    for (int t = 0; t < NT; t++)
+#pragma unroll
+        for (int rr = 0; rr < R; rr++) acc[t][rr] = 0.f;
     for (int u = tid; u < units; u += GEMV_X16_THREADS) {
-        uint4 h0 = ldg16(x.hi + 32 * u), h1 = ldg16(x.hi + 32 * u + 16), l0 = ldg16(x.lo + 32 * u), l1 = ldg16(x.lo + 32 * u + 16);
-        unsigned hw[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w}, lw[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
-        unsigned hE[4], hO[4], lE[4], lO[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            hE[i] = __byte_perm(hw[2 * i], hw[2 * i + 1], 0x5140); hO[i] = __byte_perm(hw[2 * i], hw[2 * i + 1], 0x7362);
-            lE[i] = __byte_perm(lw[2 * i], lw[2 * i + 1], 0x5140); lO[i] = __byte_perm(lw[2 * i], lw[2 * i + 1], 0x7362);
-        }
-        float s = __ldg(x.scale + u), xsum = __ldg(x.sum16 + 2 * u) + __ldg(x.sum16 + 2 * u + 1);
         int gcol = (32 * u) >> w.groupShift;
+        unsigned lo[R][4], hi[R][4];
+        float sc[R], z[R];
 #pragma unroll
         for (int rr = 0; rr < R; rr++) {
             i64 r = min(r0 + rr, (i64) rows - 1);
             uint4 qv = ldg16(w.data + r * w.rowBytes + 16 * u);
             unsigned v[4] = {qv.x, qv.y, qv.z, qv.w};
-            int ih = 0, il = 0;
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                unsigned lo = v[i] & 0x0F0F0F0Fu, hi = (v[i] >> 4) & 0x0F0F0F0Fu;
-                ih = dp4_hi(lo, hE[i], ih); il = dp4_lo(lo, lE[i], il);
-                ih = dp4_hi(hi, hO[i], ih); il = dp4_lo(hi, lO[i], il);
+                lo[rr][i] = v[i] & 0x0F0F0F0Fu;
+                hi[rr][i] = (v[i] >> 4) & 0x0F0F0F0Fu;
             }
             i64 g = r * w.groups + gcol;
-            acc[rr] += h2f(w.scales[g]) * ((float) (256 * ih + il) * s - (float) w.zeros[g] * xsum);
+            sc[rr] = h2f(w.scales[g]);
+            z[rr] = (float) w.zeros[g];
+        }
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            if (t >= n) break;
+            X16 x = x16_view(xq + t * xStride, w.cols);
+            uint4 h0 = ldg16(x.hi + 32 * u), h1 = ldg16(x.hi + 32 * u + 16), l0 = ldg16(x.lo + 32 * u), l1 = ldg16(x.lo + 32 * u + 16);
+            unsigned hw[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w}, lw[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
+            unsigned hE[4], hO[4], lE[4], lO[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                hE[i] = __byte_perm(hw[2 * i], hw[2 * i + 1], 0x5140); hO[i] = __byte_perm(hw[2 * i], hw[2 * i + 1], 0x7362);
+                lE[i] = __byte_perm(lw[2 * i], lw[2 * i + 1], 0x5140); lO[i] = __byte_perm(lw[2 * i], lw[2 * i + 1], 0x7362);
+            }
+            float s = __ldg(x.scale + u), xsum = __ldg(x.sum16 + 2 * u) + __ldg(x.sum16 + 2 * u + 1);
+#pragma unroll
+            for (int rr = 0; rr < R; rr++) {
+                int ih = 0, il = 0;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    ih = dp4_hi(lo[rr][i], hE[i], ih); il = dp4_lo(lo[rr][i], lE[i], il);
+                    ih = dp4_hi(hi[rr][i], hO[i], ih); il = dp4_lo(hi[rr][i], lO[i], il);
+                }
+                acc[t][rr] += sc[rr] * ((float) (256 * ih + il) * s - z[rr] * xsum);
+            }
         }
     }
-    gemv_block_rows_out<R, GEMV_X16_THREADS>(acc, r0, rows, y, addTo, scale);
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        if (t >= n) break;
+        gemv_block_rows_out<R, GEMV_X16_THREADS>(acc[t], r0, rows, y + (i64) t * rows, addTo ? addTo + (i64) t * rows : nullptr, scale);
+    }
 }
 
 // Which n = 1 kernel a type runs (see the top of this file); KernelCatalog.gemvRowsPerBlock mirrors ROWS.
@@ -498,20 +583,20 @@ __device__ __forceinline__ void gemv_ref_impl(const WView& w, const float* x, in
     }
 }
 
-// every type: the batch and reference kernels, and the n = 1 kernel of its plan (gemv_ or gemv_x16_)
-#define GEMV_COMMON(SUFFIX, T)                                                                                             \
+// float-x types (GemvPlan staged or direct): gemv_ (n = 1), gemv8_ (n <= 8) and the reference twin gemv_ref_
+#define GEMV(SUFFIX, T)                                                                                                    \
+    extern "C" __global__ void gemv_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                    \
+        gemv_one_impl<T>(WEIGHT_VIEW, x, y, rows);                                                                         \
+    }                                                                                                                      \
     extern "C" __global__ void gemv8_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                   \
         gemv_small_impl<T>(WEIGHT_VIEW, x, n, y, rows);                                                                    \
     }                                                                                                                      \
     extern "C" __global__ void gemv_ref_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                \
         gemv_ref_impl<T>(WEIGHT_VIEW, x, n, y, rows);                                                                      \
     }
-#define GEMV(SUFFIX, T)                                                                                                    \
-    GEMV_COMMON(SUFFIX, T)                                                                                                 \
-    extern "C" __global__ void gemv_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                    \
-        gemv_one_impl<T>(WEIGHT_VIEW, x, y, rows);                                                                         \
-    }
-// Several weights of one x in one launch (q, k and v; gate and up): part p of the table owns blocks
+
+// GemvPlan X16 types: gemv_x16_ (n = 1), gemv8_x16_ (n <= 8), each also _multi: several weights of one x in
+// one launch (q, k and v; gate and up), part p of the table owning blocks
 // [blockStart, next part's blockStart) of GemvPlan ROWS rows each. KernelCatalog.GEMV_PART_BYTES mirrors the size.
 struct GemvPart {
     const unsigned char* data;
@@ -524,22 +609,28 @@ struct GemvPart {
 #define GEMV_PART_BYTES 56
 static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelCatalog.GEMV_PART_BYTES");
 
-// xq: gemv_x16_quantize's output for this x; addTo: 0, or y = addTo + scale * (x W^T) (a residual, in place)
-#define GEMV_X16(SUFFIX, T, IMPL)                                                                                          \
-    GEMV_COMMON(SUFFIX, T)                                                                                                 \
-    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) gemv_x16_##SUFFIX(WEIGHT_PARAMS, const unsigned char* xq, \
-                                                                                     float* y, int rows, const float* addTo, \
-                                                                                     float scale) {                        \
-        IMPL<GemvPlan<T>::ROWS>(WEIGHT_VIEW, xq, y, rows, (i64) blockIdx.x * GemvPlan<T>::ROWS, addTo, scale);             \
+// xq: gemv_x16_quantize's output for this x (n rows; gemv_x16_ takes one, gemv8_x16_ up to GEMV_MAX_N);
+// addTo: 0, or y = addTo + scale * (x W^T) (a residual, in place)
+#define GEMV_X16_KERNELS(NAME, NT, T, IMPL, BOUNDS)                                                                        \
+    extern "C" __global__ void __launch_bounds__ BOUNDS NAME(WEIGHT_PARAMS, const unsigned char* xq, int n, float* y, \
+                                                                        int rows, const float* addTo, float scale) {   \
+        IMPL<GemvPlan<T>::ROWS, NT>(WEIGHT_VIEW, xq, n, y, rows, (i64) blockIdx.x * GemvPlan<T>::ROWS, addTo, scale);     \
     }                                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) gemv_x16_multi_##SUFFIX(const GemvPart* parts, int nparts, \
-                                                                                           int cols, const unsigned char* xq) { \
+    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) NAME##_multi(const GemvPart* parts, int nparts, int cols, \
+                                                                                const unsigned char* xq, int n) {       \
         int p = 0;                                                                                                         \
         while (p + 1 < nparts && (int) blockIdx.x >= parts[p + 1].blockStart) p++;                                         \
         const GemvPart& g = parts[p];                                                                                      \
-        IMPL<GemvPlan<T>::ROWS>(WView{g.data, g.rowBytes, cols, g.groups, g.groupShift, g.scales, g.zeros}, xq, g.y, g.rows, \
-                                (i64) (blockIdx.x - g.blockStart) * GemvPlan<T>::ROWS, nullptr, 1.f);                      \
+        IMPL<GemvPlan<T>::ROWS, NT>(WView{g.data, g.rowBytes, cols, g.groups, g.groupShift, g.scales, g.zeros}, xq, n, g.y, g.rows, \
+                                    (i64) (blockIdx.x - g.blockStart) * GemvPlan<T>::ROWS, nullptr, 1.f);                  \
     }
+// ONE_BOUNDS: the n = 1 kernel's __launch_bounds__ arguments
+#define GEMV_X16(SUFFIX, T, IMPL, ONE_BOUNDS)                                                                              \
+    extern "C" __global__ void gemv_ref_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                \
+        gemv_ref_impl<T>(WEIGHT_VIEW, x, n, y, rows);                                                                      \
+    }                                                                                                                      \
+    GEMV_X16_KERNELS(gemv_x16_##SUFFIX, 1, T, IMPL, ONE_BOUNDS)                                                            \
+    GEMV_X16_KERNELS(gemv8_x16_##SUFFIX, GEMV_MAX_N, T, IMPL, (GEMV_X16_THREADS))
 GEMV(f32, WT_F32)
 GEMV(f16, WT_F16)
 GEMV(q8_0, WT_Q8_0)
@@ -549,10 +640,10 @@ GEMV(q5_0, WT_Q5_0)
 GEMV(q5_1, WT_Q5_1)
 GEMV(q2_K, WT_Q2_K)
 GEMV(q3_K, WT_Q3_K)
-GEMV_X16(q4_K, WT_Q4_K, gemv_x16_q4k_impl)
+GEMV_X16(q4_K, WT_Q4_K, gemv_x16_q4k_impl, (GEMV_X16_THREADS, GEMV_X16_Q4K_MIN_BLOCKS))
 GEMV(q5_K, WT_Q5_K)
 GEMV(q6_K, WT_Q6_K)
-GEMV_X16(w4a16, WT_W4A16, gemv_x16_w4a16_impl)
+GEMV_X16(w4a16, WT_W4A16, gemv_x16_w4a16_impl, (GEMV_X16_THREADS))
 
 // MoE: out [slots, rowsPerExpert], slot s = t*topK + k: row s = x[perSlot ? s : t] . W_e^T for the routed expert
 // e = ids[s] of a stacked weight [experts, rowsPerExpert, cols]. Grid (row groups, slots); one warp per row.

@@ -42,7 +42,7 @@ public final class KernelCatalog {
     public static final int GEMV_X16_ROWS = 2;
     public static final int GEMV_X16_THREADS = 64;
     /**
-     * gemv_x16_multi_*: one launch for up to GEMV_MULTI_MAX_PARTS weights of one x, described by a device table of
+     * gemv_x16_*_multi, gemv8_x16_*_multi: one launch for up to GEMV_MULTI_MAX_PARTS weights of one x, described by a device table of
      * GemvPart entries (gemv.cu) of GEMV_PART_BYTES each.
      */
     public static final int GEMV_MULTI_MAX_PARTS = 4;
@@ -112,12 +112,14 @@ public final class KernelCatalog {
         add("gemv", "gemv_x16_quantize", GEMV_X16_QUANTIZE_THREADS, 0);
         for (String t : allWeightSuffixes()) {
             if (gemvX16(t)) {
-                add("gemv", "gemv_x16_" + t, GEMV_X16_THREADS, 0);
-                add("gemv", "gemv_x16_multi_" + t, GEMV_X16_THREADS, 0);
+                for (String k : List.of("gemv_x16_", "gemv8_x16_")) {
+                    add("gemv", k + t, GEMV_X16_THREADS, 0);
+                    add("gemv", k + t + "_multi", GEMV_X16_THREADS, 0);
+                }
             } else {
                 add("gemv", "gemv_" + t, GEMV_THREADS, 0);
+                add("gemv", "gemv8_" + t, GEMV_THREADS, 0);
             }
-            add("gemv", "gemv8_" + t, GEMV_THREADS, 0);
             add("gemv", "gemv_ref_" + t, GEMV_THREADS, 0);
             add("gemm", "gemm_" + t, GEMM_THREADS, 0);
             add("gemm", "dequant_" + t, ew, 0);
@@ -148,14 +150,20 @@ public final class KernelCatalog {
         };
     }
 
-    /** Whether the type's one-row GEMV is gemv_x16_{suffix} (x quantized to 16 bits first) rather than gemv_{suffix}. */
+    /**
+     * Whether the type's GEMVs are gemv_x16_{suffix} and gemv8_x16_{suffix} (x quantized to 16 bits first; with
+     * _multi variants for several weights of one x) rather than gemv_{suffix} and gemv8_{suffix}.
+     */
     public static boolean gemvX16(String suffix) {
         return suffix.equals("q4_K") || suffix.equals(W4A16_SUFFIX);
     }
 
-    /** Bytes of gemv_x16_quantize's output for cols columns (a multiple of 32): hi and lo bytes, a scale per 32, a sum per 16. */
+    /**
+     * Bytes of gemv_x16_quantize's output for one row of cols columns (a multiple of 32): hi and lo bytes, a scale
+     * per 32, a sum per 16, rounded up to 16 bytes (the next row's start; gemv.cu x16_row_bytes).
+     */
     public static long gemvX16Bytes(long cols) {
-        return 2 * cols + 4 * (cols / 32) + 4 * (cols / 16);
+        return (2 * cols + 4 * (cols / 32) + 4 * (cols / 16) + 15) & ~15L;
     }
 
     /** The GGML suffixes and W4A16: the types the matmul kernels exist for. */

@@ -71,6 +71,16 @@ class KernelSourceMirrorTest {
         }
     }
 
+    /** x16 rows start 16-byte aligned (the GEMVs' 16-byte loads) and hold their bytes: 2 per column, a float per 32 and per 16. */
+    @Test
+    void x16RowsAreWholeSixteenByteMultiples() {
+        for (long cols = 32; cols <= 8192; cols += 32) {
+            long b = KernelCatalog.gemvX16Bytes(cols);
+            assertEquals(0, b % 16, cols + " columns");
+            assertTrue(b >= 2 * cols + 4 * (cols / 32) + 4 * (cols / 16) && b < 2 * cols + 4 * (cols / 32) + 4 * (cols / 16) + 16, cols + " columns: " + b);
+        }
+    }
+
     @Test
     void stepBlockSlotsMirrorCommonCuh() throws IOException {
         mirrors("common.cuh", Map.of("STEP_POS", KernelCatalog.STEP_POS, "STEP_BATCH", KernelCatalog.STEP_BATCH,

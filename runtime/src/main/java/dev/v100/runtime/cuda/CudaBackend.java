@@ -78,7 +78,7 @@ public final class CudaBackend implements Backend {
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
     // outputs when a weight of this backend runs gemv_x16_* (anyX16).
     private final String x16Scratch;
-    private long x16Of, x16Cols, x16At, x16Issued = -1;
+    private long x16Of, x16Cols, x16Rows, x16At, x16Issued = -1;
     private boolean anyX16;
 
     /** A backend on {@code device} (which it retains until {@link #close}). */
@@ -265,7 +265,7 @@ public final class CudaBackend implements Backend {
 
     /** w, noting whether it is a matrix whose one-row GEMV runs gemv_x16_* (then one-row norms and siluMul write x16 too). */
     private CudaWeight registered(CudaWeight w) {
-        if (w.vector == 0 && w.expertRows == 0 && w.kernels.gemvX16() != null) anyX16 = true;
+        if (w.vector == 0 && w.expertRows == 0 && w.kernels.x16()) anyX16 = true;
         return w;
     }
 
@@ -404,22 +404,25 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * One token row: gemv_* or gemv_x16_* (the type's rows per block: KernelCatalog.gemvRowsPerBlock); up to 8:
-     * gemv8_* (GEMV8_ROWS_PER_BLOCK).
+     * x16 types: gemv_x16_* / gemv8_x16_* (below). Others: one token row gemv_* (the type's rows per block:
+     * KernelCatalog.gemvRowsPerBlock), up to 8 gemv8_* (GEMV8_ROWS_PER_BLOCK).
      */
     void gemvFast(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         if (!fastGemvTakes(x, w)) throw new BackendException("the fast GEMV needs 16-byte alignment and whole 32-column units: " + w + ", x " + x);
-        boolean one = x.rows == 1;
-        if (one && w.kernels.gemvX16() != null) {
+        if (w.kernels.x16()) {
             gemvX16(x, w, out);
             return;
         }
+        boolean one = x.rows == 1;
         int per = one ? w.kernels.gemvRows() : KernelCatalog.GEMV8_ROWS_PER_BLOCK;
         w.params(device.launch(one ? w.kernels.gemv() : w.kernels.gemv8())).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
                 .go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_THREADS, 0);
     }
 
-    /** gemv_x16_*: x quantized to 16 bits by gemv_x16_quantize (unless the scratch still holds this x), then the GEMV. */
+    /**
+     * gemv_x16_* (one token row) or gemv8_x16_* (up to 8): x quantized to 16 bits by gemv_x16_quantize (unless
+     * the scratch still holds this x), then the GEMV.
+     */
     private void gemvX16(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         gemvX16(x, w, out, 0, 1f);
     }
@@ -428,40 +431,21 @@ public final class CudaBackend implements Backend {
     private void gemvX16(CudaBuffer x, CudaWeight w, CudaBuffer out, long addTo, float scale) {
         long q = x16Of(x, w.cols);
         int per = w.kernels.gemvRows();
-        w.params(device.launch(w.kernels.gemvX16())).ptr(q).ptr(out.address).i32((int) w.rows).ptr(addTo).f32(scale)
-                .go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_X16_THREADS, 0);
+        w.params(device.launch(x.rows == 1 ? w.kernels.gemv() : w.kernels.gemv8())).ptr(q).i32(x.rows).ptr(out.address).i32((int) w.rows)
+                .ptr(addTo).f32(scale).go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_X16_THREADS, 0);
         x16Read(x, q, List.of(out));
     }
 
     /**
-     * acc += scale * (x w^T): for one decode row through a gemv_x16_* weight, the GEMV adds into acc itself (no
-     * scratch write, no add launch); otherwise matmul into scratch and add.
-     */
-    @Override
-    public void matmulAdd(Buffer x, Weight w, float scale, Buffer scratch, Buffer acc) {
-        CudaBuffer xb = buf(x), ab = buf(acc);
-        CudaWeight wt = w(w);
-        boolean fused = xb.rows == 1 && wt.kernels.gemvX16() != null && fastGemvTakes(xb, wt) && wt.index == 0 && wt.vector == 0
-                && wt.expertRows == 0 && wt.cols == xb.cols && ab.rows == 1 && ab.cols == wt.rows;
-        if (!fused) {
-            Backend.super.matmulAdd(x, w, scale, scratch, acc);
-            return;
-        }
-        device.bind();
-        note(wt);
-        gemvX16(xb, wt, ab, ab.address, scale);
-        checked("matmulAdd " + wt.name, ab);
-    }
-
-    /**
-     * The x16 scratch holding x (one row of cols columns): as it is when it still holds x, else after a
+     * The x16 scratch holding x (its rows of cols columns): as it is when it still holds x, else after a
      * gemv_x16_quantize launch. Anything that may free device memory or take the stream must come before.
      */
     private long x16Of(CudaBuffer x, long cols) {
-        long q = device.scratch(x16Scratch, KernelCatalog.gemvX16Bytes(cols));   // growing it frees the old one
-        if (x16Of != x.address || x16Cols != cols || x16Issued != device.issued() || x16At != q) {
-            long units = cols / 32, perBlock = KernelCatalog.GEMV_X16_QUANTIZE_THREADS / 32;
-            device.launch(kX16Quantize).ptr(x.address).i32((int) cols).ptr(q).go((units + perBlock - 1) / perBlock, 1, 1, KernelCatalog.GEMV_X16_QUANTIZE_THREADS, 0);
+        long q = device.scratch(x16Scratch, x.rows * KernelCatalog.gemvX16Bytes(cols));   // growing it frees the old one
+        if (x16Of != x.address || x16Cols != cols || x16Rows != x.rows || x16Issued != device.issued() || x16At != q) {
+            long units = x.rows * cols / 32, perBlock = KernelCatalog.GEMV_X16_QUANTIZE_THREADS / 32;
+            device.launch(kX16Quantize).ptr(x.address).i32((int) cols).i32(x.rows).ptr(q)
+                    .go((units + perBlock - 1) / perBlock, 1, 1, KernelCatalog.GEMV_X16_QUANTIZE_THREADS, 0);
         }
         return q;
     }
@@ -478,9 +462,29 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * outs[i] = x ws[i]^T. One decode row through weights that all run the same gemv_x16_* kernel (q, k, v;
-     * gate, up): one gemv_x16_multi_* launch over a table of the parts (made once per set of weights and outputs);
-     * anything else one matmul each.
+     * acc += scale * (x w^T): for decode rows (up to 8) through an x16 weight, the GEMV adds into acc itself (no
+     * scratch write, no add launch); otherwise matmul into scratch and add.
+     */
+    @Override
+    public void matmulAdd(Buffer x, Weight w, float scale, Buffer scratch, Buffer acc) {
+        CudaBuffer xb = buf(x), ab = buf(acc);
+        CudaWeight wt = w(w);
+        boolean fused = xb.rows <= KernelCatalog.GEMV_MAX_TOKENS && wt.kernels.x16() && fastGemvTakes(xb, wt) && wt.index == 0 && wt.vector == 0
+                && wt.expertRows == 0 && wt.cols == xb.cols && ab.rows == xb.rows && ab.cols == wt.rows;
+        if (!fused) {
+            Backend.super.matmulAdd(x, w, scale, scratch, acc);
+            return;
+        }
+        device.bind();
+        note(wt);
+        gemvX16(xb, wt, ab, ab.address, scale);
+        checked("matmulAdd " + wt.name, ab);
+    }
+
+    /**
+     * outs[i] = x ws[i]^T. Decode rows (up to 8) through weights of one x16 type (q, k, v; gate, up): one
+     * gemv_x16_*_multi (gemv8_x16_*_multi) launch over a table of the parts (made once per set of weights and
+     * outputs); anything else one matmul each.
      */
     @Override
     public void matmulEach(Buffer x, List<Weight> ws, List<Buffer> outs) {
@@ -488,14 +492,14 @@ public final class CudaBackend implements Backend {
         CudaBuffer xb = buf(x);
         List<CudaWeight> w = new ArrayList<>(ws.size());
         List<CudaBuffer> o = new ArrayList<>(outs.size());
-        boolean fused = xb.rows == 1 && ws.size() >= 2 && ws.size() <= KernelCatalog.GEMV_MULTI_MAX_PARTS;
+        boolean fused = xb.rows >= 1 && xb.rows <= KernelCatalog.GEMV_MAX_TOKENS && ws.size() >= 2 && ws.size() <= KernelCatalog.GEMV_MULTI_MAX_PARTS;
         for (int i = 0; i < ws.size(); i++) {
             CudaWeight wi = w(ws.get(i));
             CudaBuffer oi = buf(outs.get(i));
             w.add(wi);
             o.add(oi);
-            fused &= wi.kernels.gemvX16() != null && wi.kernelSuffix.equals(w.get(0).kernelSuffix) && fastGemvTakes(xb, wi) && wi.index == 0
-                    && wi.vector == 0 && wi.expertRows == 0 && wi.cols == xb.cols && oi.rows == 1 && oi.cols == wi.rows;
+            fused &= wi.kernels.x16() && wi.kernelSuffix.equals(w.get(0).kernelSuffix) && fastGemvTakes(xb, wi) && wi.index == 0
+                    && wi.vector == 0 && wi.expertRows == 0 && wi.cols == xb.cols && oi.rows == xb.rows && oi.cols == wi.rows;
         }
         if (!fused) {
             for (int i = 0; i < ws.size(); i++) matmul(x, ws.get(i), outs.get(i));
@@ -508,12 +512,14 @@ public final class CudaBackend implements Backend {
         long blocks = 0;
         int per = w.get(0).kernels.gemvRows();
         for (CudaWeight wi : w) blocks += (wi.rows + per - 1) / per;
-        device.launch(w.get(0).kernels.gemvX16Multi()).ptr(table).i32(w.size()).i32(xb.cols).ptr(q).go(blocks, 1, 1, KernelCatalog.GEMV_X16_THREADS, 0);
+        CudaWeight.Kernels k = w.get(0).kernels;
+        device.launch(xb.rows == 1 ? k.gemvMulti() : k.gemv8Multi()).ptr(table).i32(w.size()).i32(xb.cols).ptr(q).i32(xb.rows)
+                .go(blocks, 1, 1, KernelCatalog.GEMV_X16_THREADS, 0);
         x16Read(xb, q, o);
         for (int i = 0; i < o.size(); i++) checked("matmul " + w.get(i).name, o.get(i));
     }
 
-    /** Device tables of gemv_x16_multi_* parts (GemvPart in gemv.cu), one per set of weights and outputs. */
+    /** Device tables of gemv_x16_*_multi parts (GemvPart in gemv.cu), one per set of weights and outputs. */
     private final Map<List<Long>, Long> partTables = new HashMap<>();
 
     private long gemvParts(List<CudaWeight> ws, List<CudaBuffer> outs) {
@@ -566,6 +572,7 @@ public final class CudaBackend implements Backend {
     private void x16Made(CudaBuffer x, long q) {
         x16Of = x.address;
         x16Cols = x.cols;
+        x16Rows = x.rows;
         x16At = q;
         x16Issued = device.issued();
     }

@@ -45,7 +45,7 @@ class CudaMatmulTest {
     record Shape(int rows, int cols, int tokens) {}
 
     /**
-     * x as gemv_x16_* sees it (one token row): per 32-element unit, s = max |x| / 32767 and x16 = rint(x / s) (IEEE
+     * x as gemv_x16_* sees it (token rows of whole 32-element units): per 32-element unit, s = max |x| / 32767 and x16 = rint(x / s) (IEEE
      * fp32 division and round-half-even, as the kernel), so x16 * s. A product with these in double is what the
      * kernel computes up to fp32 sums; its distance from the exact product is the 16-bit rounding alone.
      */
@@ -60,9 +60,9 @@ class CudaMatmulTest {
         return out;
     }
 
-    /** Whether the fast GEMV of w on n token rows runs gemv_x16_* (x rounded to 16 bits). */
+    /** Whether the fast GEMV of w on n token rows runs gemv_x16_* or gemv8_x16_* (x rounded to 16 bits). */
     static boolean x16(CudaWeight w, int n) {
-        return n == 1 && w.fastGemv && dev.v100.kernels.cuda.KernelCatalog.gemvX16(w.kernelSuffix);
+        return n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS && w.fastGemv && dev.v100.kernels.cuda.KernelCatalog.gemvX16(w.kernelSuffix);
     }
 
     /** Output rows x input columns x token rows; columns are whole blocks of the type. */
@@ -264,8 +264,9 @@ class CudaMatmulTest {
     }
 
     /**
-     * matmulEach of one row through weights of one x16 type is one gemv_x16_multi_* launch (after the quantize)
-     * whose outputs are bit for bit those of one gemv_x16_* each; a set of mixed types is one matmul each.
+     * matmulEach of decode rows (1, 3) through weights of one x16 type is one gemv_x16_*_multi / gemv8_x16_*_multi
+     * launch (after the quantize) whose outputs are bit for bit those of one GEMV each; a set of mixed types is one
+     * matmul each.
      */
     @Test
     void matmulEachIsOneLaunchForX16WeightsOfOneX() {
@@ -273,7 +274,9 @@ class CudaMatmulTest {
             SplittableRandom rnd = new SplittableRandom(19);
             int cols = 512;
             int[] rows = {769, 3, 130};
+            for (int n : new int[] {1, 3})
             for (String kind : new String[] {"q4_K", "w4a16", "mixed"}) {
+                String what = kind + ", " + n + " token rows";
                 List<Weight> ws = new ArrayList<>();
                 List<Buffer> outs = new ArrayList<>(), singles = new ArrayList<>();
                 for (int i = 0; i < rows.length; i++) {
@@ -284,11 +287,11 @@ class CudaMatmulTest {
                         GgmlType t = kind.equals("mixed") && i == 1 ? GgmlType.Q8_0 : GgmlType.Q4_K;
                         ws.add(b.weight("blk.0.attn_q.weight", t, new long[] {rows[i], cols}, RandomBlocks.matrix("w", t, rows[i], cols, 0.05, rnd).data()));
                     }
-                    outs.add(b.allocate("out" + i, 1, rows[i]));
-                    singles.add(b.allocate("single" + i, 1, rows[i]));
+                    outs.add(b.allocate("out" + i, n, rows[i]));
+                    singles.add(b.allocate("single" + i, n, rows[i]));
                 }
-                Buffer xb = b.allocate("x", 1, cols);
-                b.write(xb, halves(rnd, cols, 1), 0);
+                Buffer xb = b.allocate("x", n, cols);
+                b.write(xb, halves(rnd, n * cols, 1), 0);
                 for (int i = 0; i < rows.length; i++) b.matmul(xb, ws.get(i), singles.get(i));
                 b.matmulEach(xb, ws, outs);   // the first time makes the parts' table (an upload)
                 b.write(xb, b.read(xb), 0);   // the same x, but the 16-bit copy is made again
@@ -296,9 +299,30 @@ class CudaMatmulTest {
                 b.matmulEach(xb, ws, outs);
                 long launches = b.device.issued() - before;
                 // mixed: Q4_K (quantize + GEMV), Q8_0 (GEMV: the copy is stale after it), Q4_K (quantize + GEMV)
-                assertEquals(kind.equals("mixed") ? 5 : 2, launches, kind + ": launches of matmulEach");
+                assertEquals(kind.equals("mixed") ? 5 : 2, launches, what + ": launches of matmulEach");
                 for (int i = 0; i < rows.length; i++) {
-                    assertArrayEquals(b.read(singles.get(i)), b.read(outs.get(i)), kind + ": output " + i + " of matmulEach vs its own matmul");
+                    assertArrayEquals(b.read(singles.get(i)), b.read(outs.get(i)), what + ": output " + i + " of matmulEach vs its own matmul");
+                }
+            }
+        }
+    }
+
+    /** x16 types: each row of a decode batch (gemv8_x16_*) comes out bit for bit as that row alone (gemv_x16_*). */
+    @Test
+    void x16BatchRowsAreEachRowAloneBitForBit() {
+        try (CudaBackend b = backend("x16 batch")) {
+            SplittableRandom rnd = new SplittableRandom(22);
+            int rows = 77, cols = 1024;
+            for (String kind : new String[] {"q4_K", "w4a16"}) {
+                Weight w = kind.equals("w4a16")
+                        ? b.w4a16Weight("blk.0.ffn_up.weight", new long[] {rows, cols}, 128, 0, randomW4A16(new W4A16Layout.Geometry(rows, cols, 128), rnd))
+                        : b.weight("blk.0.ffn_up.weight", GgmlType.Q4_K, new long[] {rows, cols}, RandomBlocks.matrix("w", GgmlType.Q4_K, rows, cols, 0.05, rnd).data());
+                for (int n : new int[] {2, 5, 8}) {
+                    Buffer x = b.allocate("x", n, cols), batch = b.allocate("batch", n, rows), alone = b.allocate("alone", n, rows);
+                    b.write(x, halves(rnd, n * cols, 1), 0);
+                    b.matmul(x, w, batch);
+                    for (int t = 0; t < n; t++) b.matmul(x.slice(t, 1), w, alone.slice(t, 1));
+                    assertArrayEquals(b.read(alone), b.read(batch), kind + ", " + n + " rows: the batch vs each row alone");
                 }
             }
         }
