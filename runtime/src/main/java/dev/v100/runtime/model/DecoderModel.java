@@ -272,12 +272,7 @@ public final class DecoderModel implements AutoCloseable {
                 r.trace.record(Trace.K_NORM, layer, k);
             }
             ropeAndAttend(b, r.trace, layer, hd, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
-            if (fuse) {
-                b.matmulAdd(att, w.o(), resMul, proj, x);
-            } else {
-                b.matmul(att, w.o(), proj);
-                partials.add(proj);
-            }
+            project(b, fuse, att, w.o(), resMul, proj, x, partials);
         }
         if (!fuse) collectives.allReduceSum(partials);
         partials.clear();
@@ -298,12 +293,7 @@ public final class DecoderModel implements AutoCloseable {
             r.trace.record(Trace.FFN_UP, layer, u);
             b.siluMul(g, u, g);
             r.trace.record(Trace.FFN_ACT, layer, g);
-            if (fuse) {
-                b.matmulAdd(g, w.down(), resMul, proj, x);
-            } else {
-                b.matmul(g, w.down(), proj);
-                partials.add(proj);
-            }
+            project(b, fuse, g, w.down(), resMul, proj, x, partials);
         }
         if (!fuse) collectives.allReduceSum(partials);
         for (RankShard r : ranks) {
@@ -313,6 +303,20 @@ public final class DecoderModel implements AutoCloseable {
                 r.backend.add(x, proj, resMul, x);
             }
             r.trace.record(Trace.LAYER_OUT, layer, x);
+        }
+    }
+
+    /**
+     * A projection back into the residual stream: fused, x += resMul * (in w^T) in one op; otherwise proj =
+     * in w^T, queued in partials for the all-reduce and the add after it.
+     */
+    private static void project(Backend b, boolean fuse, Buffer in, dev.v100.runtime.backend.Weight w, float resMul, Buffer proj, Buffer x,
+                                List<Buffer> partials) {
+        if (fuse) {
+            b.matmulAdd(in, w, resMul, proj, x);
+        } else {
+            b.matmul(in, w, proj);
+            partials.add(proj);
         }
     }
 

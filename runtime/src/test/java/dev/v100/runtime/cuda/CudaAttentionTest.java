@@ -128,10 +128,9 @@ class CudaAttentionTest {
             SplittableRandom rnd = new SplittableRandom(21);
             Geometry g = new Geometry(8, 2, 64);
             int qCols = g.heads() * g.headDim(), rows = 40;
-            var m = dev.v100.kernels.ref.RandomBlocks.matrix("blk.0.attn_output.weight", dev.v100.formats.ggml.GgmlType.Q4_K, rows, qCols, 0.05, rnd);
-            float[] dense = new float[rows * qCols];
-            for (int r = 0; r < rows; r++) dev.v100.formats.ggml.GgmlCodecs.dequantizeRow(dev.v100.formats.ggml.GgmlType.Q4_K, m.data(), qCols, r, dense, r * qCols);
-            CudaWeight w = (CudaWeight) b.weight(m.name(), dev.v100.formats.ggml.GgmlType.Q4_K, new long[] {rows, qCols}, m.data());
+            CudaMatmulTest.Q4K q = CudaMatmulTest.Q4K.random(b, "blk.0.attn_output.weight", rows, qCols, rnd);
+            float[] dense = q.dense();
+            CudaWeight w = q.w();
             Buffer y = b.allocate("y", 1, rows);
             for (int startPos : new int[] {0, 70}) {
                 long[] launches = new long[1];

@@ -60,6 +60,16 @@ class CudaMatmulTest {
         return out;
     }
 
+    /** A random Q4_K weight on the device and its reference-decoded values [rows * cols]. */
+    record Q4K(CudaWeight w, float[] dense) {
+        static Q4K random(CudaBackend b, String name, int rows, int cols, SplittableRandom rnd) {
+            StoredMatrix m = RandomBlocks.matrix(name, GgmlType.Q4_K, rows, cols, 0.05, rnd);
+            float[] dense = new float[rows * cols];
+            for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(GgmlType.Q4_K, m.data(), cols, r, dense, r * cols);
+            return new Q4K((CudaWeight) b.weight(name, GgmlType.Q4_K, new long[] {rows, cols}, m.data()), dense);
+        }
+    }
+
     /** Whether the fast GEMV of w on n token rows runs gemv_x16_* or gemv8_x16_* (x rounded to 16 bits). */
     static boolean x16(CudaWeight w, int n) {
         return n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS && w.fastGemv && dev.v100.kernels.cuda.KernelCatalog.gemvX16(w.kernelSuffix);
@@ -188,10 +198,9 @@ class CudaMatmulTest {
             float[][] dense = new float[2][];
             CudaWeight[] w = new CudaWeight[2];
             for (int i = 0; i < 2; i++) {
-                StoredMatrix m = RandomBlocks.matrix("blk.0.attn_q.weight", GgmlType.Q4_K, rows, cols, 0.05, rnd);
-                dense[i] = new float[rows * cols];
-                for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(GgmlType.Q4_K, m.data(), cols, r, dense[i], r * cols);
-                w[i] = (CudaWeight) b.weight(m.name(), GgmlType.Q4_K, new long[] {rows, cols}, m.data());
+                Q4K q = Q4K.random(b, "blk.0.attn_q.weight", rows, cols, rnd);
+                dense[i] = q.dense();
+                w[i] = q.w();
                 assertTrue(x16(w[i], 1), "the Q4_K one-row GEMV runs gemv_x16_q4_K");
             }
             Buffer xb = b.allocate("x", 1, cols), other = b.allocate("other", 1, cols);
@@ -234,10 +243,9 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("x16 fused")) {
             SplittableRandom rnd = new SplittableRandom(18);
             int rows = 33, cols = 1024;
-            StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_down.weight", GgmlType.Q4_K, rows, cols, 0.05, rnd);
-            float[] dense = new float[rows * cols];
-            for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(GgmlType.Q4_K, m.data(), cols, r, dense, r * cols);
-            CudaWeight w = (CudaWeight) b.weight(m.name(), GgmlType.Q4_K, new long[] {rows, cols}, m.data());
+            Q4K q = Q4K.random(b, "blk.0.ffn_down.weight", rows, cols, rnd);
+            float[] dense = q.dense();
+            CudaWeight w = q.w();
             Weight norm = b.weight("blk.0.ffn_norm.weight", GgmlType.F32, new long[] {cols}, CudaOpsTest.f32Bytes(halves(rnd, cols, 1)));
             Buffer x = b.allocate("x", 1, cols), g = b.allocate("g", 1, cols), u = b.allocate("u", 1, cols), h = b.allocate("h", 1, cols);
             Buffer yNorm = b.allocate("y norm", 1, rows), ySilu = b.allocate("y silu", 1, rows);
@@ -359,8 +367,7 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("x16 non-finite")) {
             SplittableRandom rnd = new SplittableRandom(17);
             int rows = 9, cols = 256;
-            StoredMatrix m = RandomBlocks.matrix("blk.0.attn_q.weight", GgmlType.Q4_K, rows, cols, 0.05, rnd);
-            CudaWeight w = (CudaWeight) b.weight(m.name(), GgmlType.Q4_K, new long[] {rows, cols}, m.data());
+            CudaWeight w = Q4K.random(b, "blk.0.attn_q.weight", rows, cols, rnd).w();
             Buffer xb = b.allocate("x", 1, cols), y = b.allocate("y", 1, rows);
             for (float bad : new float[] {Float.NaN, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY}) {
                 float[] x = halves(rnd, cols, 1);
