@@ -461,6 +461,12 @@ public final class CudaBackend implements Backend {
         x16Made(x, q);
     }
 
+    /** Whether out = x w^T can run an x16 GEMV as it is: decode rows (1..8), a plain matrix of an x16 type, matching shapes. */
+    private static boolean x16Takes(CudaBuffer x, CudaWeight w, CudaBuffer out) {
+        return x.rows >= 1 && x.rows <= KernelCatalog.GEMV_MAX_TOKENS && w.kernels.x16() && fastGemvTakes(x, w) && w.index == 0 && w.vector == 0
+                && w.expertRows == 0 && w.cols == x.cols && out.rows == x.rows && out.cols == w.rows;
+    }
+
     /**
      * acc += scale * (x w^T): for decode rows (up to 8) through an x16 weight, the GEMV adds into acc itself (no
      * scratch write, no add launch); otherwise matmul into scratch and add.
@@ -469,9 +475,7 @@ public final class CudaBackend implements Backend {
     public void matmulAdd(Buffer x, Weight w, float scale, Buffer scratch, Buffer acc) {
         CudaBuffer xb = buf(x), ab = buf(acc);
         CudaWeight wt = w(w);
-        boolean fused = xb.rows <= KernelCatalog.GEMV_MAX_TOKENS && wt.kernels.x16() && fastGemvTakes(xb, wt) && wt.index == 0 && wt.vector == 0
-                && wt.expertRows == 0 && wt.cols == xb.cols && ab.rows == xb.rows && ab.cols == wt.rows;
-        if (!fused) {
+        if (!x16Takes(xb, wt, ab)) {
             Backend.super.matmulAdd(x, w, scale, scratch, acc);
             return;
         }
@@ -492,14 +496,13 @@ public final class CudaBackend implements Backend {
         CudaBuffer xb = buf(x);
         List<CudaWeight> w = new ArrayList<>(ws.size());
         List<CudaBuffer> o = new ArrayList<>(outs.size());
-        boolean fused = xb.rows >= 1 && xb.rows <= KernelCatalog.GEMV_MAX_TOKENS && ws.size() >= 2 && ws.size() <= KernelCatalog.GEMV_MULTI_MAX_PARTS;
+        boolean fused = ws.size() >= 2 && ws.size() <= KernelCatalog.GEMV_MULTI_MAX_PARTS;
         for (int i = 0; i < ws.size(); i++) {
             CudaWeight wi = w(ws.get(i));
             CudaBuffer oi = buf(outs.get(i));
             w.add(wi);
             o.add(oi);
-            fused &= wi.kernels.x16() && wi.kernelSuffix.equals(w.get(0).kernelSuffix) && fastGemvTakes(xb, wi) && wi.index == 0
-                    && wi.vector == 0 && wi.expertRows == 0 && wi.cols == xb.cols && oi.rows == xb.rows && oi.cols == wi.rows;
+            fused &= x16Takes(xb, wi, oi) && wi.kernelSuffix.equals(w.get(0).kernelSuffix);
         }
         if (!fused) {
             for (int i = 0; i < ws.size(); i++) matmul(x, ws.get(i), outs.get(i));
