@@ -282,6 +282,16 @@ __device__ __forceinline__ uint4 ldg16(const void* p) { return __ldg(reinterpret
 // v & 0x0F0F0F0F and (v >> 4) & 0x0F0F0F0F of word k meet x16's bytes 4k.. of the two units as they are.
 // NT token rows at most (n of them): the weights are read once, each token row's x16 against them; token row
 // t's sums are exactly those of the same GEMV of that row alone (the same order: a batch decodes as each alone).
+// The block's sums of n token rows (acc[t], NT at most) -> y [n, rows], or addTo + scale * sum (as above)
+template <int R, int NT>
+__device__ __forceinline__ void gemv_x16_rows_out(float (*acc)[R], int n, i64 r0, int rows, float* y, const float* addTo, float scale) {
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        if (t >= n) break;
+        gemv_block_rows_out<R, GEMV_X16_THREADS>(acc[t], r0, rows, y + (i64) t * rows, addTo ? addTo + (i64) t * rows : nullptr, scale);
+    }
+}
+
 // One token row's x16 for a Q4_K item: elements 16h.. of units uA and uA + 1 (hi and lo bytes), their scales and sums
 struct Q4kX {
     unsigned hA[4], lA[4], hB[4], lB[4];
@@ -346,11 +356,7 @@ __device__ __forceinline__ void gemv_x16_q4k_impl(const WView& w, const unsigned
     int tid = threadIdx.x;
     int items = w.cols >> 5;
     i64 xStride = x16_row_bytes(w.cols);
-    float acc[NT][R];
-#pragma unroll
-    for (int t = 0; t < NT; t++)
-#pragma unroll
-        for (int rr = 0; rr < R; rr++) acc[t][rr] = 0.f;
+    float acc[NT][R] = {};
     const int h = tid & 1, jj = (tid >> 1) & 3;
     auto row = [&](int rr) { return w.data + min(r0 + rr, (i64) rows - 1) * w.rowBytes; };
     for (int it = tid; it < items; it += GEMV_X16_THREADS) {
@@ -374,11 +380,7 @@ __device__ __forceinline__ void gemv_x16_q4k_impl(const WView& w, const unsigned
             }
         }
     }
-#pragma unroll
-    for (int t = 0; t < NT; t++) {
-        if (t >= n) break;
-        gemv_block_rows_out<R, GEMV_X16_THREADS>(acc[t], r0, rows, y + (i64) t * rows, addTo ? addTo + (i64) t * rows : nullptr, scale);
-    }
+    gemv_x16_rows_out<R, NT>(acc, n, r0, rows, y, addTo, scale);
 }
 
 // W4A16, a thread per unit (16 bytes): word i's nibble n at bit 4n is element 8i + 2n, at bit 16 + 4n element
@@ -390,11 +392,7 @@ __device__ __forceinline__ void gemv_x16_w4a16_impl(const WView& w, const unsign
     int tid = threadIdx.x;
     int units = w.cols >> 5;
     i64 xStride = x16_row_bytes(w.cols);
-    float acc[NT][R];
-#pragma unroll
-    for (int t = 0; t < NT; t++)
-#pragma unroll
-        for (int rr = 0; rr < R; rr++) acc[t][rr] = 0.f;
+    float acc[NT][R] = {};
     for (int u = tid; u < units; u += GEMV_X16_THREADS) {
         int gcol = (32 * u) >> w.groupShift;
         unsigned lo[R][4], hi[R][4];
@@ -438,11 +436,7 @@ __device__ __forceinline__ void gemv_x16_w4a16_impl(const WView& w, const unsign
             }
         }
     }
-#pragma unroll
-    for (int t = 0; t < NT; t++) {
-        if (t >= n) break;
-        gemv_block_rows_out<R, GEMV_X16_THREADS>(acc[t], r0, rows, y + (i64) t * rows, addTo ? addTo + (i64) t * rows : nullptr, scale);
-    }
+    gemv_x16_rows_out<R, NT>(acc, n, r0, rows, y, addTo, scale);
 }
 
 // Which n = 1 kernel a type runs (see the top of this file); KernelCatalog.gemvRowsPerBlock mirrors ROWS.

@@ -360,7 +360,7 @@ public final class CudaBackend implements Backend {
         // few groups (decode) get wide blocks, whose latency is the op's time; one group (a decode row) not written
         // in place is split over blocks of NORM_SPLIT_ELEMS outputs (each sums the whole row's squares)
         int max = groups < NORM_FEW_GROUPS ? KernelCatalog.NORM_MAX_THREADS : EW;
-        boolean inPlace = ob.address < xb.address + 4L * xb.elems() && xb.address < ob.address + 4L * ob.elems();
+        boolean inPlace = ob.overlaps(xb);
         int split = groups == 1 && !inPlace && groupElems >= 2 * NORM_SPLIT_ELEMS ? (groupElems + NORM_SPLIT_ELEMS - 1) / NORM_SPLIT_ELEMS : 1;
         if (split > 1) max = NORM_SPLIT_ELEMS;
         int threads = Math.min(max, (groupElems / 4 + 31) / 32 * 32);
@@ -453,7 +453,7 @@ public final class CudaBackend implements Backend {
     /** A GEMV launch just read x's 16-bit copy at q and wrote outs: the copy stays valid unless an output overlaps x. */
     private void x16Read(CudaBuffer x, long q, List<CudaBuffer> outs) {
         for (CudaBuffer o : outs) {
-            if (o.address < x.address + 4L * x.elems() && x.address < o.address + 4L * o.elems()) {
+            if (o.overlaps(x)) {
                 x16Of = 0;
                 return;
             }
@@ -523,7 +523,7 @@ public final class CudaBackend implements Backend {
     }
 
     /** Device tables of gemv_x16_*_multi parts (GemvPart in gemv.cu), one per set of weights and outputs. */
-    private final Map<List<Long>, Long> partTables = new HashMap<>();
+    private final DeviceTables partTables = new DeviceTables("a table of GEMV parts");
 
     private long gemvParts(List<CudaWeight> ws, List<CudaBuffer> outs) {
         List<Long> key = new ArrayList<>();
@@ -531,15 +531,10 @@ public final class CudaBackend implements Backend {
             key.add(ws.get(i).address);
             key.add(outs.get(i).address);
         }
-        Long have = partTables.get(key);
-        if (have != null) return have;
-        if (partTables.size() >= MAX_ROW_TABLE_SETS) {   // ever new outputs: start over (frees drop the graphs)
-            for (long a : partTables.values()) {
-                device.free(a);
-                allocations.remove(Long.valueOf(a));
-            }
-            partTables.clear();
-        }
+        return partTables.get(key, () -> gemvPartWords(ws, outs));
+    }
+
+    private static long[] gemvPartWords(List<CudaWeight> ws, List<CudaBuffer> outs) {
         int per = ws.get(0).kernels.gemvRows(), words = KernelCatalog.GEMV_PART_BYTES / 8;
         long[] t = new long[words * ws.size()];
         long start = 0;
@@ -555,11 +550,7 @@ public final class CudaBackend implements Backend {
             t[at + 6] = (w.groupShift & 0xffffffffL) | (start << 32);          // groupShift, blockStart
             start += (w.rows + per - 1) / per;
         }
-        long a = device.malloc(8L * t.length, "a table of GEMV parts");
-        allocations.add(a);
-        device.upload(MemorySegment.ofArray(t), a, "uploading a table of GEMV parts");
-        partTables.put(key, a);
-        return a;
+        return t;
     }
 
     /**
@@ -774,28 +765,45 @@ public final class CudaBackend implements Backend {
     }
 
     /** Device arrays of block-table addresses, one per decode batch's caches (row i: caches[i]); reused while a batch keeps its sequences. */
-    private final Map<List<Long>, Long> rowTables = new HashMap<>();
-    private static final int MAX_ROW_TABLE_SETS = 4096;
+    private final DeviceTables rowTables = new DeviceTables("the block tables of a decode batch");
 
     private long rowTables(CudaKvCache[] caches) {
         List<Long> key = new ArrayList<>(caches.length);
         for (CudaKvCache c : caches) key.add(c.table);
-        Long have = rowTables.get(key);
-        if (have != null) return have;
-        if (rowTables.size() >= MAX_ROW_TABLE_SETS) {   // batches of ever new sequences: start over (frees drop the graphs)
-            for (long a : rowTables.values()) {
-                device.free(a);
-                allocations.remove(Long.valueOf(a));
-            }
-            rowTables.clear();
+        return rowTables.get(key, () -> key.stream().mapToLong(Long::longValue).toArray());
+    }
+
+    /**
+     * Small device arrays of 64-bit words (block-table addresses, GEMV part tables) made once per key and kept:
+     * graphs capture their addresses. Past MAX_TABLE_SETS keys (ever new sequences or outputs) it starts over
+     * (the frees drop the graphs).
+     */
+    private final class DeviceTables {
+        private static final int MAX_TABLE_SETS = 4096;
+        private final Map<List<Long>, Long> tables = new HashMap<>();
+        private final String what;
+
+        DeviceTables(String what) {
+            this.what = what;
         }
-        long a = device.malloc(8L * caches.length, "the block tables of a decode batch");
-        allocations.add(a);
-        long[] v = new long[caches.length];
-        for (int i = 0; i < v.length; i++) v[i] = caches[i].table;
-        device.upload(MemorySegment.ofArray(v), a, "uploading a decode batch's block tables");
-        rowTables.put(key, a);
-        return a;
+
+        long get(List<Long> key, java.util.function.Supplier<long[]> words) {
+            Long have = tables.get(key);
+            if (have != null) return have;
+            if (tables.size() >= MAX_TABLE_SETS) {
+                for (long a : tables.values()) {
+                    device.free(a);
+                    allocations.remove(Long.valueOf(a));
+                }
+                tables.clear();
+            }
+            long[] v = words.get();
+            long a = device.malloc(8L * v.length, what);
+            allocations.add(a);
+            device.upload(MemorySegment.ofArray(v), a, "uploading " + what);
+            tables.put(key, a);
+            return a;
+        }
     }
 
     /**
@@ -946,7 +954,7 @@ public final class CudaBackend implements Backend {
     public void copyColumns(Buffer src, int firstCol, int blockCols, int strideCols, Buffer dst) {
         CudaBuffer sb = buf(src), db = buf(dst);
         int blocks = blockCols < 1 ? 0 : db.cols / blockCols;
-        boolean overlap = sb.address < db.address + db.bytes() && db.address < sb.address + sb.bytes();
+        boolean overlap = sb.overlaps(db);
         if (blockCols < 1 || db.cols % blockCols != 0 || sb.rows != db.rows || firstCol < 0 || (blocks > 1 && strideCols < blockCols)
                 || (long) firstCol + (long) (blocks - 1) * strideCols + blockCols > sb.cols || overlap) {
             throw new BackendException("copyColumns: blocks of " + blockCols + " every " + strideCols + " from column " + firstCol

@@ -44,6 +44,11 @@ final class CudaBuffer implements Buffer {
         return (long) ELEM_BYTES * rows * cols;
     }
 
+    /** Whether this view and o share any byte of device memory. */
+    boolean overlaps(CudaBuffer o) {
+        return address < o.address + o.bytes() && o.address < address + bytes();
+    }
+
     @Override
     public Buffer slice(int firstRow, int nRows) {
         if (firstRow < 0 || nRows < 0 || firstRow + nRows > rows) {
