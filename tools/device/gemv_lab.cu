@@ -5,8 +5,7 @@
 // It includes gemv.cu itself: "shipped" is the type's one-row GEMV as the runtime launches it (gemv_<t>, or
 // gemv_x16_quantize + gemv_x16_<t>: its row gives the time with the 4 quantize launches a layer, and without),
 // "staged"/"direct" gemv.cu's float kernels on each type (Q4_K and W4A16 through the generic decode there).
-// New variants are written here first and move into gemv.cu when they win (docs/BENCHMARKS.md has the numbers);
-// "x16 candidate" rows (Q8_0, Q6_K) are such variants, not yet run.
+// New variants are written here first and move into gemv.cu when they win (docs/BENCHMARKS.md has the numbers).
 // Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K f16 (all)]
 #include <cstdio>
 #include <cstdlib>
@@ -33,118 +32,6 @@ LAB(q8_0, WT_Q8_0)
 LAB(q4_K, WT_Q4_K)
 LAB(q6_K, WT_Q6_K)
 LAB(w4a16, WT_W4A16)
-// ---- candidates not yet in gemv.cu: x16 (dp4a) for the 2-byte-aligned types ----------------------------------
-// Written at the end of the fourth session and compiled, NOT YET RUN: the next lab run prints their error
-// against the twin and their time (rows "x16 candidate"). A block of these types is only 2-byte aligned, so a
-// 16-byte run of its bytes is read as the 5 aligned words around it and realigned with a funnel shift (by 0 or
-// 16 bits, the same code either way).
-__device__ __forceinline__ int dp4_s_u(int q, unsigned lo, int c) {   // signed codes times the unsigned low bytes
-    int d;
-    asm("dp4a.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(q), "r"(lo), "r"(c));
-    return d;
-}
-
-// 4 words of the 16 bytes at p (2-byte aligned): the aligned words from p rounded down, shifted by 0 or 16 bits
-__device__ __forceinline__ void ld16_aligned2(const unsigned char* p, unsigned* out) {
-    const unsigned* base = reinterpret_cast<const unsigned*>(reinterpret_cast<size_t>(p) & ~(size_t) 3);
-    int sh = (int) (reinterpret_cast<size_t>(p) & 3) * 8;
-    unsigned w[5];
-#pragma unroll
-    for (int k = 0; k < 4; k++) w[k] = __ldg(base + k);
-    w[4] = sh ? ld16(p + 14) : 0u;   // the last 2 bytes (2-aligned): nothing past p + 16 is read
-#pragma unroll
-    for (int k = 0; k < 4; k++) out[k] = __funnelshift_r(w[k], w[k + 1], sh);
-}
-
-// Q8_0 (34-byte blocks: d, 32 int8 codes): a thread per block (unit) of R rows, x16's unit read once for the R rows
-template <int R>
-__global__ void __launch_bounds__(GEMV_X16_THREADS) x16_q8_0(WEIGHT_PARAMS, const unsigned char* xq, float* y, int rows) {
-    int tid = threadIdx.x;
-    i64 r0 = (i64) blockIdx.x * R;
-    int units = w_cols >> 5;
-    X16 x = x16_view(xq, w_cols);
-    float acc[R];
-#pragma unroll
-    for (int rr = 0; rr < R; rr++) acc[rr] = 0.f;
-    for (int u = tid; u < units; u += GEMV_X16_THREADS) {
-        uint4 h0 = ldg16(x.hi + 32 * u), h1 = ldg16(x.hi + 32 * u + 16), l0 = ldg16(x.lo + 32 * u), l1 = ldg16(x.lo + 32 * u + 16);
-        unsigned hw[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w}, lw[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
-        float s = __ldg(x.scale + u);
-#pragma unroll
-        for (int rr = 0; rr < R; rr++) {
-            const unsigned char* b = w_data + min(r0 + rr, (i64) rows - 1) * w_rowBytes + 34 * (i64) u;
-            unsigned q[8];
-            ld16_aligned2(b + 2, q);
-            ld16_aligned2(b + 18, q + 4);
-            int ih = 0, il = 0;
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                ih = __dp4a((int) q[i], (int) hw[i], ih);
-                il = dp4_s_u((int) q[i], lw[i], il);
-            }
-            acc[rr] += ldh(b) * s * (256.f * (float) ih + (float) il);
-        }
-    }
-    gemv_block_rows_out<R, GEMV_X16_THREADS>(acc, r0, rows, y);
-}
-
-// Q6_K (210-byte super-blocks: ql[128], qh[64], int8 scales[16], d): a thread per item of 64 weights, half hf
-// and l-group g of a super-block (elements 128 hf + 32 j + 16 g .. + 16, j = 0..3, one scale each), read as ql
-// bytes 64 hf + 16 g (A) and + 32 (B), qh bytes 32 hf + 16 g: code j of byte k is
-// j 0: A & 15 | (qh & 3) << 4, 1: B & 15 | (qh >> 2 & 3) << 4, 2: A >> 4 | (qh >> 4 & 3) << 4, 3: B >> 4 | (qh >> 6) << 4,
-// q - 32 the value; so sum (q - 32) x16 = sum q x16 - 32 sum x16 per 16 elements.
-template <int R>
-__global__ void __launch_bounds__(GEMV_X16_THREADS) x16_q6_K(WEIGHT_PARAMS, const unsigned char* xq, float* y, int rows) {
-    int tid = threadIdx.x;
-    i64 r0 = (i64) blockIdx.x * R;
-    int items = w_cols >> 6;
-    X16 x = x16_view(xq, w_cols);
-    float acc[R];
-#pragma unroll
-    for (int rr = 0; rr < R; rr++) acc[rr] = 0.f;
-    const int g = tid & 1, hf = (tid >> 1) & 1;   // fixed per thread: the block is a multiple of 4 threads
-    for (int it = tid; it < items; it += GEMV_X16_THREADS) {
-        int sb = it >> 2, u0 = 8 * sb + 4 * hf;   // unit of j = 0; j's unit is u0 + j
-        unsigned hx[4][4], lx[4][4];
-        float sx[4], qx[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            uint4 h = ldg16(x.hi + 32 * (u0 + j) + 16 * g), l = ldg16(x.lo + 32 * (u0 + j) + 16 * g);
-            hx[j][0] = h.x; hx[j][1] = h.y; hx[j][2] = h.z; hx[j][3] = h.w;
-            lx[j][0] = l.x; lx[j][1] = l.y; lx[j][2] = l.z; lx[j][3] = l.w;
-            sx[j] = __ldg(x.scale + u0 + j);
-            qx[j] = __ldg(x.sum16 + 2 * (u0 + j) + g);
-        }
-#pragma unroll
-        for (int rr = 0; rr < R; rr++) {
-            const unsigned char* b = w_data + min(r0 + rr, (i64) rows - 1) * w_rowBytes + 210 * (i64) sb;
-            unsigned a[4], bq[4], hq[4];
-            ld16_aligned2(b + 64 * hf + 16 * g, a);
-            ld16_aligned2(b + 64 * hf + 32 + 16 * g, bq);
-            ld16_aligned2(b + 128 + 32 * hf + 16 * g, hq);
-            int ih[4] = {0, 0, 0, 0}, il[4] = {0, 0, 0, 0};
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                unsigned c[4] = {(a[k] & 0x0F0F0F0Fu) | ((hq[k] << 4) & 0x30303030u), (bq[k] & 0x0F0F0F0Fu) | ((hq[k] << 2) & 0x30303030u),
-                                 ((a[k] >> 4) & 0x0F0F0F0Fu) | (hq[k] & 0x30303030u), ((bq[k] >> 4) & 0x0F0F0F0Fu) | ((hq[k] >> 2) & 0x30303030u)};
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    ih[j] = __dp4a((int) c[j], (int) hx[j][k], ih[j]);
-                    il[j] = dp4_s_u((int) c[j], lx[j][k], il[j]);
-                }
-            }
-            float d = ldh(b + 208), t = 0.f;
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                float sc = (float) (signed char) b[192 + 8 * hf + g + 2 * j];
-                t += sc * (sx[j] * (256.f * (float) ih[j] + (float) il[j]) - 32.f * qx[j]);
-            }
-            acc[rr] += d * t;
-        }
-    }
-    gemv_block_rows_out<R, GEMV_X16_THREADS>(acc, r0, rows, y);
-}
-
 typedef void (*Kern)(WEIGHT_PARAMS, const float*, int, float*, int);
 
 
@@ -275,7 +162,7 @@ int main(int argc, char** argv) {
 #define ADD(SUF) if (t == #SUF) ref = gemv_ref_##SUF, ks = {{"staged", staged_##SUF, GEMV_STAGED_ROWS, 128}, {"direct", direct_##SUF, GEMV_DIRECT_ROWS, 128}};
         ADD(f16) ADD(q8_0) ADD(q4_K) ADD(q6_K) ADD(w4a16)
 #define SHIP(SUF, ROWS) if (t == #SUF) ks.insert(ks.begin(), K{"shipped", gemv_##SUF, ROWS, 128});
-        SHIP(f16, GEMV_DIRECT_ROWS) SHIP(q8_0, GEMV_STAGED_ROWS) SHIP(q6_K, GEMV_STAGED_ROWS)
+        SHIP(f16, GEMV_DIRECT_ROWS)
         printf("\n%s: %d layers of %.1f MB (7 matmuls of a Llama-3.1-8B layer)\n", tc, LAYERS, layerBytes / 1e6);
         printf("| variant | layer us | GB/s | q/o us | k/v us | gate/up us | down us | rel. L2 error vs twin |\n|---|---|---|---|---|---|---|---|\n");
         for (auto& k : ks) {
@@ -308,18 +195,13 @@ int main(int argc, char** argv) {
                    kv / 2, gu / 2, dn, worst);
         }
         if (t == "q4_K" || t == "w4a16" || t == "q8_0" || t == "q6_K") {   // x quantized once per input (4 launches a layer) + an x16 GEMV
-            bool shipped = t == "q4_K" || t == "w4a16";
             unsigned char* xq;
             CK(cudaMalloc(&xq, 3 * 14336));
             auto quant = [&](int K) { gemv_x16_quantize<<<(K / 32 + 3) / 4, 128, 0, s>>>(x, K, 1, xq); };
             auto run = [&](const Mat& m) {
                 int grid = (m.rows + GEMV_X16_ROWS - 1) / GEMV_X16_ROWS;
-                if (shipped)
-                    (t == "q4_K" ? gemv_x16_q4_K : gemv_x16_w4a16)<<<grid, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros,
-                                                                                                     m.groups, m.groupShift, xq, 1, y, m.rows, nullptr, 1.f);
-                else
-                    (t == "q8_0" ? x16_q8_0<GEMV_X16_ROWS> : x16_q6_K<GEMV_X16_ROWS>)<<<grid, GEMV_X16_THREADS, 0, s>>>(
-                        m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, y, m.rows);
+                auto k = t == "q4_K" ? gemv_x16_q4_K : t == "w4a16" ? gemv_x16_w4a16 : t == "q8_0" ? gemv_x16_q8_0 : gemv_x16_q6_K;
+                k<<<grid, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, 1, y, m.rows, nullptr, 1.f);
             };
             double worst = 0;
             for (int i = 0; i < NS; i++) {
@@ -349,7 +231,7 @@ int main(int argc, char** argv) {
             float all = timeAll(127, true), bare = timeAll(127, false), qo = timeAll(1 | 8, false), kv = timeAll(2 | 4, false), gu = timeAll(16 | 32, false),
                   dn = timeAll(64, false);
             printf("| %s (x16; %.1f without the 4 quantize launches) | %.1f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1e |\n",
-                   shipped ? "shipped" : "x16 candidate", bare, all,
+                   "shipped", bare, all,
                    layerBytes / (all / 1e6) / 1e9, qo / 2, kv / 2, gu / 2, dn, worst);
             cudaFree(xq);
         }

@@ -88,6 +88,16 @@ __device__ __forceinline__ void x16_store_unit(float v, i64 u, int K, unsigned c
     if ((lane & 15) == 0) scale[(K >> 5) + 2 * u + (lane >> 4)] = s * (float) t;   // |t| < 2^24: exact
 }
 
+// The x16 of n token rows: row t at t * x16_row_bytes(K) (KernelCatalog.gemvX16Bytes), a multiple of 16 bytes
+// (the GEMVs read a row's bytes with 16-byte loads)
+__device__ __forceinline__ i64 x16_row_bytes(int K) { return (2 * (i64) K + 4 * (K >> 5) + 4 * (K >> 4) + 15) & ~(i64) 15; }
+
+// x16_store_unit for element i of a [rows, cols] buffer (cols a multiple of 32) into the x16 rows at x16
+__device__ __forceinline__ void x16_store_at(float v, i64 i, int cols, unsigned char* x16) {
+    i64 u = i >> 5, units = cols >> 5, t = u / units;
+    x16_store_unit(v, u - t * units, cols, x16 + t * x16_row_bytes(cols));
+}
+
 // 32 floats at p (16-byte aligned) into registers.
 __device__ __forceinline__ void load32f(const float* p, float* out) {
     const float4* q = reinterpret_cast<const float4*>(p);

@@ -4,14 +4,14 @@
 
 #define FOR_EACH(i, n) for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64) gridDim.x * blockDim.x)
 
-// out = silu(gate) * up, silu(g) = g / (1 + exp(-g)); out may alias gate or up. x16: 0, or (one row, n a
-// multiple of 32) where out is also written in 16 bits for gemv_x16_* (x16_store_unit in common.cuh).
-extern "C" __global__ void silu_mul(const float* gate, const float* up, float* out, i64 n, unsigned char* x16) {
+// out = silu(gate) * up, silu(g) = g / (1 + exp(-g)); out may alias gate or up. x16: 0, or where out [n / cols,
+// cols] (cols a multiple of 32) is also written in 16 bits for gemv_x16_* (x16_store_at in common.cuh).
+extern "C" __global__ void silu_mul(const float* gate, const float* up, float* out, i64 n, unsigned char* x16, int cols) {
     FOR_EACH(i, n) {
         float g = gate[i], u = up[i];
         float y = g / (1.f + expf(-g)) * u;
         out[i] = y;
-        if (x16) x16_store_unit(y, i >> 5, (int) n, x16);
+        if (x16) x16_store_at(y, i, cols, x16);
     }
 }
 

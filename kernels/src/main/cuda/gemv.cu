@@ -7,12 +7,13 @@
 // - staged (gemv_staged_impl, 4 rows a block): the block copies the rows' chunk of stored bytes into shared
 //   memory with 16-byte loads (coalesced, all issued before any is used), stages x's chunk transposed in
 //   shared memory, and every thread decodes its units of each row from there. Types whose blocks are not
-//   16-byte aligned (Q8_0, Q6_K, Q4_0, ...) and the rest that were not measured otherwise.
+//   16-byte aligned (Q4_0, Q5_0, ...) and the rest that were not measured otherwise.
 // - direct (gemv_direct_impl, 8 rows a block): a thread per 32-element unit, its 8 rows' bytes straight from
 //   global memory, x's 32 values read once (float4, through L1) for all 8 rows. F16.
-// - x16 (gemv_x16_q4k_impl, gemv_x16_w4a16_impl, 2 rows a block of 64 threads): integer dot products (dp4a)
+// - x16 (gemv_x16_impl with the type's item, 2 rows a block of 64 threads): integer dot products (dp4a)
 //   against x quantized to 16 bits per 32 elements by gemv_x16_quantize (the launcher runs it once per x).
-//   Q4_K and W4A16, where the float forms were bound by instruction issue.
+//   Q4_K, W4A16, Q8_0 and Q6_K, where the float forms were bound by instruction issue. Q8_0 and Q6_K blocks
+//   need only be 2-byte aligned (KernelCatalog.gemvAlignBytes).
 // The 4/6/8-bit float dots never convert integers to floats (dot32 below). Needs rowBytes and the weight's
 // address 16-byte aligned and cols a multiple of 32 (the launcher checks).
 //
@@ -257,13 +258,9 @@ __device__ __forceinline__ X16 x16_view(const unsigned char* p, int K) {
                reinterpret_cast<const float*>(p + 2 * K + 4 * (K >> 5))};
 }
 
-// The x16 of n token rows: row t at t * x16_row_bytes(K) (KernelCatalog.gemvX16Bytes), a multiple of 16 bytes
-// (the GEMVs read a row's bytes with 16-byte loads)
-__device__ __forceinline__ i64 x16_row_bytes(int K) { return (2 * (i64) K + 4 * (K >> 5) + 4 * (K >> 4) + 15) & ~(i64) 15; }
-
-// x [n, K] -> its x16 rows: a warp per 32-element unit (x16_store_unit in common.cuh); K a multiple of 32.
-// rmsnorm, silu_mul and attn_combine write the same bytes for their one-row outputs where the runtime asks
-// (then this launch is skipped).
+// x [n, K] -> its x16 rows (x16_row_bytes in common.cuh): a warp per 32-element unit (x16_store_unit); K a
+// multiple of 32. rmsnorm, rmsnorm_gated, silu_mul, sigmoid_mul and attn_combine write the same bytes for their
+// outputs where the runtime asks (then this launch is skipped).
 extern "C" __global__ void gemv_x16_quantize(const float* __restrict__ x, int K, int n, unsigned char* out) {
     i64 u = (i64) blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int units = K >> 5;
@@ -276,12 +273,6 @@ __device__ __forceinline__ int dp4_hi(unsigned q, unsigned hi, int c) { return _
 __device__ __forceinline__ int dp4_lo(unsigned q, unsigned lo, int c) { return (int) __dp4a(q, lo, (unsigned) c); }
 __device__ __forceinline__ uint4 ldg16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
-// Q4_K, a thread per item of 16 stored bytes: item i of a row is super-block i / 8, qs bytes 32 jj + 16 h ..
-// + 16 (jj = (i / 2) % 4, h = i % 2, fixed per thread since the block is a multiple of 8 threads); their low
-// nibbles are elements 16h.. of sub-block 2jj (unit A), the high ones of sub-block 2jj + 1 (unit B), so
-// v & 0x0F0F0F0F and (v >> 4) & 0x0F0F0F0F of word k meet x16's bytes 4k.. of the two units as they are.
-// NT token rows at most (n of them): the weights are read once, each token row's x16 against them; token row
-// t's sums are exactly those of the same GEMV of that row alone (the same order: a batch decodes as each alone).
 // The block's sums of n token rows (acc[t], NT at most) -> y [n, rows], or addTo + scale * sum (as above)
 template <int R, int NT>
 __device__ __forceinline__ void gemv_x16_rows_out(float (*acc)[R], int n, i64 r0, int rows, float* y, const float* addTo, float scale) {
@@ -292,8 +283,72 @@ __device__ __forceinline__ void gemv_x16_rows_out(float (*acc)[R], int n, i64 r0
     }
 }
 
-// One token row's x16 for a Q4_K item: elements 16h.. of units uA and uA + 1 (hi and lo bytes), their scales and sums
-struct Q4kX {
+// One x16 GEMV for every x16 type: a thread per item of a row, the item's weights decoded in registers and
+// dotted with dp4a. A type's item Q (the structs below) is the part of a weight row one thread takes at a time:
+// Q::SHIFT (log2 of its elements: a row has cols >> SHIFT items), Q::INLINE (one token row: decode each weight
+// row where it is used, rather than the block's rows first: whichever measured faster), Q::X one token row's x16 for the item
+// (Q::x(xq, K, it, tid)), Q::W one weight row's item (Q::w(w, r, it, tid)), Q::dot(W, X) their sum in fp32.
+// A thread's items are it = tid, tid + 64, ...: where an item sits inside a super-block depends on tid only
+// (64 threads is a multiple of the items per super-block).
+// NT token rows at most (n of them): the weights are read once, each token row's x16 against them; token row
+// t's sums are exactly those of the same GEMV of that row alone (the same order: a batch decodes as each alone).
+template <class Q, int R, int NT>
+__device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned char* xq, int n, float* y, int rows, i64 r0,
+                                              const float* addTo, float scale) {
+    int tid = threadIdx.x;
+    int items = w.cols >> Q::SHIFT;
+    i64 xStride = x16_row_bytes(w.cols);
+    float acc[NT][R] = {};
+    auto row = [&](int rr) { return min(r0 + rr, (i64) rows - 1); };
+    for (int it = tid; it < items; it += GEMV_X16_THREADS) {
+        if (NT == 1 && Q::INLINE) {
+            // one token row: each weight row decoded where it is used (fewer live registers: measured faster on Q4_K)
+            typename Q::X x = Q::x(xq, w.cols, it, tid);
+#pragma unroll
+            for (int rr = 0; rr < R; rr++) acc[0][rr] += Q::dot(Q::w(w, row(rr), it, tid), x);
+        } else {
+            // the block's weight rows decoded first, once for the n token rows
+            typename Q::W wr[R];
+#pragma unroll
+            for (int rr = 0; rr < R; rr++) wr[rr] = Q::w(w, row(rr), it, tid);
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                if (t >= n) break;
+                typename Q::X x = Q::x(xq + t * xStride, w.cols, it, tid);
+#pragma unroll
+                for (int rr = 0; rr < R; rr++) acc[t][rr] += Q::dot(wr[rr], x);
+            }
+        }
+    }
+    gemv_x16_rows_out<R, NT>(acc, n, r0, rows, y, addTo, scale);
+}
+
+// signed codes q (bytes) times x16's unsigned low bytes
+__device__ __forceinline__ int dp4_s_u(unsigned q, unsigned lo, int c) {
+    int d;
+    asm("dp4a.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(q), "r"(lo), "r"(c));
+    return d;
+}
+
+// The 16 bytes at p, 2-byte aligned (blocks of Q8_0 and Q6_K are 34 and 210 bytes), as 4 words: the aligned
+// words from p rounded down, shifted right by 0 or 16 bits (the same code either way; nothing outside
+// [p - 2, p + 16) is read)
+__device__ __forceinline__ void ld16_aligned2(const unsigned char* p, unsigned* out) {
+    const unsigned* base = reinterpret_cast<const unsigned*>(reinterpret_cast<size_t>(p) & ~(size_t) 3);
+    int sh = (int) (reinterpret_cast<size_t>(p) & 3) * 8;
+    unsigned v[5];
+#pragma unroll
+    for (int k = 0; k < 4; k++) v[k] = __ldg(base + k);
+    v[4] = sh ? ld16(p + 14) : 0u;
+#pragma unroll
+    for (int k = 0; k < 4; k++) out[k] = __funnelshift_r(v[k], v[k + 1], sh);
+}
+
+// Q4_K: an item is 16 stored bytes, qs bytes 32 jj + 16 h .. + 16 of super-block it / 8 (jj = (it / 2) % 4,
+// h = it % 2); their low nibbles are elements 16h.. of sub-block 2jj (unit A), the high ones of sub-block
+// 2jj + 1 (unit B), so v & 0x0F0F0F0F and (v >> 4) & 0x0F0F0F0F of word k meet x16's bytes 4k.. of the two
+// units as they are.
+struct Q4kX {   // one token row: elements 16h.. of units uA and uA + 1 (hi and lo bytes), their scales and sums
     unsigned hA[4], lA[4], hB[4], lB[4];
     float sA, sB, qA, qB;
 };
@@ -305,7 +360,7 @@ __device__ __forceinline__ Q4kX q4k_x(const unsigned char* xq, int K, int uA, in
                 __ldg(x.scale + uA), __ldg(x.scale + uA + 1), __ldg(x.sum16 + 2 * uA + h), __ldg(x.sum16 + 2 * uA + 2 + h)};
 }
 
-// One weight row's Q4_K item: its codes as v & 0x0F0F0F0F (lo, unit A) and (v >> 4) & 0x0F0F0F0F (hi, unit B),
+// One weight row's item: its codes as v & 0x0F0F0F0F (lo, unit A) and (v >> 4) & 0x0F0F0F0F (hi, unit B),
 // the two sub-blocks' scales and mins (scale_min_k4 from the 12 scale bytes in hd.y, hd.z, hd.w), d and dmin
 struct Q4kW {
     unsigned lo[4], hi[4];
@@ -339,105 +394,187 @@ __device__ __forceinline__ Q4kW q4k_w(const unsigned char* row, int sb, int jj, 
     return w;
 }
 
-// the item's dot: sum q x16 of both units in int32 (two dp4a per 4 codes and unit), then the scales and mins
-__device__ __forceinline__ float q4k_dot(const Q4kW& w, const Q4kX& x) {
-    int ah = 0, al = 0, bh = 0, bl = 0;
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        ah = dp4_hi(w.lo[k], x.hA[k], ah); al = dp4_lo(w.lo[k], x.lA[k], al);
-        bh = dp4_hi(w.hi[k], x.hB[k], bh); bl = dp4_lo(w.hi[k], x.lB[k], bl);
+struct Q4kItem {
+    static const int SHIFT = 5;
+    static const bool INLINE = true;
+    typedef Q4kX X;
+    typedef Q4kW W;
+    static __device__ __forceinline__ X x(const unsigned char* xq, int K, int it, int tid) {
+        return q4k_x(xq, K, 8 * (it >> 3) + 2 * ((tid >> 1) & 3), tid & 1);
     }
-    return w.d * ((float) (w.scA * (256 * ah + al)) * x.sA + (float) (w.scB * (256 * bh + bl)) * x.sB) - w.dmin * ((float) w.mA * x.qA + (float) w.mB * x.qB);
-}
-
-template <int R, int NT>
-__device__ __forceinline__ void gemv_x16_q4k_impl(const WView& w, const unsigned char* xq, int n, float* y, int rows, i64 r0,
-                                                  const float* addTo, float scale) {
-    int tid = threadIdx.x;
-    int items = w.cols >> 5;
-    i64 xStride = x16_row_bytes(w.cols);
-    float acc[NT][R] = {};
-    const int h = tid & 1, jj = (tid >> 1) & 3;
-    auto row = [&](int rr) { return w.data + min(r0 + rr, (i64) rows - 1) * w.rowBytes; };
-    for (int it = tid; it < items; it += GEMV_X16_THREADS) {
-        int sb = it >> 3, uA = 8 * sb + 2 * jj;
-        Q4kX x0 = q4k_x(xq, w.cols, uA, h);   // token row 0 (n >= 1)
-        if (NT == 1) {
-            // one token row: each weight row decoded where it is used (fewer live registers: measured faster)
+    static __device__ __forceinline__ W w(const WView& v, i64 r, int it, int tid) {
+        return q4k_w(v.data + r * v.rowBytes, it >> 3, (tid >> 1) & 3, tid & 1);
+    }
+    // sum q x16 of both units in int32 (two dp4a per 4 codes and unit), then the scales and mins
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        int ah = 0, al = 0, bh = 0, bl = 0;
 #pragma unroll
-            for (int rr = 0; rr < R; rr++) acc[0][rr] += q4k_dot(q4k_w(row(rr), sb, jj, h), x0);
-        } else {
-            // a batch: each weight row decoded once for the n token rows
-            Q4kW wr[R];
-#pragma unroll
-            for (int rr = 0; rr < R; rr++) wr[rr] = q4k_w(row(rr), sb, jj, h);
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                if (t >= n) break;
-                Q4kX x = t == 0 ? x0 : q4k_x(xq + t * xStride, w.cols, uA, h);
-#pragma unroll
-                for (int rr = 0; rr < R; rr++) acc[t][rr] += q4k_dot(wr[rr], x);
-            }
+        for (int k = 0; k < 4; k++) {
+            ah = dp4_hi(w.lo[k], x.hA[k], ah); al = dp4_lo(w.lo[k], x.lA[k], al);
+            bh = dp4_hi(w.hi[k], x.hB[k], bh); bl = dp4_lo(w.hi[k], x.lB[k], bl);
         }
+        return w.d * ((float) (w.scA * (256 * ah + al)) * x.sA + (float) (w.scB * (256 * bh + bl)) * x.sB)
+             - w.dmin * ((float) w.mA * x.qA + (float) w.mB * x.qB);
     }
-    gemv_x16_rows_out<R, NT>(acc, n, r0, rows, y, addTo, scale);
-}
+};
 
-// W4A16, a thread per unit (16 bytes): word i's nibble n at bit 4n is element 8i + 2n, at bit 16 + 4n element
+// W4A16: an item is a unit (16 bytes): word i's nibble n at bit 4n is element 8i + 2n, at bit 16 + 4n element
 // 8i + 2n + 1, so v & 0x0F0F0F0F holds elements (0, 4, 1, 5) + 8i and (v >> 4) & 0x0F0F0F0F (2, 6, 3, 7) + 8i:
-// x16's bytes are permuted to match once per unit and token row for the block's rows. NT as above.
-template <int R, int NT>
-__device__ __forceinline__ void gemv_x16_w4a16_impl(const WView& w, const unsigned char* xq, int n, float* y, int rows, i64 r0,
-                                                    const float* addTo, float scale) {
-    int tid = threadIdx.x;
-    int units = w.cols >> 5;
-    i64 xStride = x16_row_bytes(w.cols);
-    float acc[NT][R] = {};
-    for (int u = tid; u < units; u += GEMV_X16_THREADS) {
-        int gcol = (32 * u) >> w.groupShift;
-        unsigned lo[R][4], hi[R][4];
-        float sc[R], z[R];
+// x16's bytes are permuted to match, once per unit and token row for the block's rows.
+struct W4a16X {
+    unsigned hE[4], hO[4], lE[4], lO[4];
+    float s, xsum;
+};
+struct W4a16W {
+    unsigned lo[4], hi[4];
+    float sc, z;
+};
+struct W4a16Item {
+    static const int SHIFT = 5;
+    static const bool INLINE = false;
+    typedef W4a16X X;
+    typedef W4a16W W;
+    static __device__ __forceinline__ X x(const unsigned char* xq, int K, int u, int tid) {
+        X16 x = x16_view(xq, K);
+        uint4 h0 = ldg16(x.hi + 32 * u), h1 = ldg16(x.hi + 32 * u + 16), l0 = ldg16(x.lo + 32 * u), l1 = ldg16(x.lo + 32 * u + 16);
+        unsigned hw[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w}, lw[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
+        X o;
 #pragma unroll
-        for (int rr = 0; rr < R; rr++) {
-            i64 r = min(r0 + rr, (i64) rows - 1);
-            uint4 qv = ldg16(w.data + r * w.rowBytes + 16 * u);
-            unsigned v[4] = {qv.x, qv.y, qv.z, qv.w};
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                lo[rr][i] = v[i] & 0x0F0F0F0Fu;
-                hi[rr][i] = (v[i] >> 4) & 0x0F0F0F0Fu;
-            }
-            i64 g = r * w.groups + gcol;
-            sc[rr] = h2f(w.scales[g]);
-            z[rr] = (float) w.zeros[g];
+        for (int i = 0; i < 4; i++) {
+            o.hE[i] = __byte_perm(hw[2 * i], hw[2 * i + 1], 0x5140); o.hO[i] = __byte_perm(hw[2 * i], hw[2 * i + 1], 0x7362);
+            o.lE[i] = __byte_perm(lw[2 * i], lw[2 * i + 1], 0x5140); o.lO[i] = __byte_perm(lw[2 * i], lw[2 * i + 1], 0x7362);
         }
-#pragma unroll
-        for (int t = 0; t < NT; t++) {
-            if (t >= n) break;
-            X16 x = x16_view(xq + t * xStride, w.cols);
-            uint4 h0 = ldg16(x.hi + 32 * u), h1 = ldg16(x.hi + 32 * u + 16), l0 = ldg16(x.lo + 32 * u), l1 = ldg16(x.lo + 32 * u + 16);
-            unsigned hw[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w}, lw[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
-            unsigned hE[4], hO[4], lE[4], lO[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                hE[i] = __byte_perm(hw[2 * i], hw[2 * i + 1], 0x5140); hO[i] = __byte_perm(hw[2 * i], hw[2 * i + 1], 0x7362);
-                lE[i] = __byte_perm(lw[2 * i], lw[2 * i + 1], 0x5140); lO[i] = __byte_perm(lw[2 * i], lw[2 * i + 1], 0x7362);
-            }
-            float s = __ldg(x.scale + u), xsum = __ldg(x.sum16 + 2 * u) + __ldg(x.sum16 + 2 * u + 1);
-#pragma unroll
-            for (int rr = 0; rr < R; rr++) {
-                int ih = 0, il = 0;
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    ih = dp4_hi(lo[rr][i], hE[i], ih); il = dp4_lo(lo[rr][i], lE[i], il);
-                    ih = dp4_hi(hi[rr][i], hO[i], ih); il = dp4_lo(hi[rr][i], lO[i], il);
-                }
-                acc[t][rr] += sc[rr] * ((float) (256 * ih + il) * s - z[rr] * xsum);
-            }
-        }
+        o.s = __ldg(x.scale + u);
+        o.xsum = __ldg(x.sum16 + 2 * u) + __ldg(x.sum16 + 2 * u + 1);
+        return o;
     }
-    gemv_x16_rows_out<R, NT>(acc, n, r0, rows, y, addTo, scale);
-}
+    static __device__ __forceinline__ W w(const WView& v, i64 r, int u, int tid) {
+        uint4 qv = ldg16(v.data + r * v.rowBytes + 16 * u);
+        unsigned q[4] = {qv.x, qv.y, qv.z, qv.w};
+        W o;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            o.lo[i] = q[i] & 0x0F0F0F0Fu;
+            o.hi[i] = (q[i] >> 4) & 0x0F0F0F0Fu;
+        }
+        i64 g = r * v.groups + ((32 * u) >> v.groupShift);
+        o.sc = h2f(v.scales[g]);
+        o.z = (float) v.zeros[g];
+        return o;
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        int ih = 0, il = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            ih = dp4_hi(w.lo[i], x.hE[i], ih); il = dp4_lo(w.lo[i], x.lE[i], il);
+            ih = dp4_hi(w.hi[i], x.hO[i], ih); il = dp4_lo(w.hi[i], x.lO[i], il);
+        }
+        return w.sc * ((float) (256 * ih + il) * x.s - w.z * x.xsum);
+    }
+};
+
+// Q8_0 (34-byte blocks: d, 32 int8 codes): an item is a block, the 32 codes read as two 2-byte-aligned 16-byte
+// runs; |sum q x16| < 2^31, so 256 dp4a(q, hi) + dp4a(q, lo) is exact in int32.
+struct Q8X {
+    unsigned h[8], l[8];
+    float s;
+};
+struct Q8W {
+    unsigned q[8];
+    float d;
+};
+struct Q8_0Item {
+    static const int SHIFT = 5;
+    static const bool INLINE = true;
+    typedef Q8X X;
+    typedef Q8W W;
+    static __device__ __forceinline__ X x(const unsigned char* xq, int K, int u, int tid) {
+        X16 x = x16_view(xq, K);
+        uint4 h0 = ldg16(x.hi + 32 * u), h1 = ldg16(x.hi + 32 * u + 16), l0 = ldg16(x.lo + 32 * u), l1 = ldg16(x.lo + 32 * u + 16);
+        return X{{h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w}, {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w}, __ldg(x.scale + u)};
+    }
+    static __device__ __forceinline__ W w(const WView& v, i64 r, int u, int tid) {
+        const unsigned char* b = v.data + r * v.rowBytes + 34 * (i64) u;
+        W o;
+        ld16_aligned2(b + 2, o.q);
+        ld16_aligned2(b + 18, o.q + 4);
+        o.d = ldh(b);
+        return o;
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        int ih = 0, il = 0;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            ih = __dp4a((int) w.q[i], (int) x.h[i], ih);
+            il = dp4_s_u(w.q[i], x.l[i], il);
+        }
+        return w.d * x.s * (float) (256 * ih + il);
+    }
+};
+
+// Q6_K (210-byte super-blocks: ql[128], qh[64], int8 scales[16], d): an item is 64 elements, half hf and l-group
+// g of super-block it / 4 (g = it % 2, hf = (it / 2) % 2): elements 128 hf + 32 j + 16 g .. + 16, j = 0..3, one
+// scale each, read as ql bytes 64 hf + 16 g (a) and + 32 (b), qh bytes 128 + 32 hf + 16 g: code j of byte k is
+// j 0: a & 15 | (qh & 3) << 4, 1: b & 15 | (qh >> 2 & 3) << 4, 2: a >> 4 | (qh >> 4 & 3) << 4, 3: b >> 4 | (qh >> 6) << 4
+// (ggml's dequantize_row_q6_K), q - 32 the value: sum (q - 32) x16 = sum q x16 - 32 sum x16 per 16 elements.
+struct Q6kX {   // one token row: 16 elements (16 g..) of the item's 4 units u0 + j
+    unsigned h[4][4], l[4][4];
+    float s[4], sum[4];
+};
+struct Q6kW {
+    unsigned a[4], b[4], qh[4];
+    int sc[4];
+    float d;
+};
+struct Q6kItem {
+    static const int SHIFT = 6;
+    static const bool INLINE = true;
+    typedef Q6kX X;
+    typedef Q6kW W;
+    static __device__ __forceinline__ X x(const unsigned char* xq, int K, int it, int tid) {
+        X16 x = x16_view(xq, K);
+        int g = tid & 1, u0 = 8 * (it >> 2) + 4 * ((tid >> 1) & 1);
+        X o;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            uint4 h = ldg16(x.hi + 32 * (u0 + j) + 16 * g), l = ldg16(x.lo + 32 * (u0 + j) + 16 * g);
+            o.h[j][0] = h.x; o.h[j][1] = h.y; o.h[j][2] = h.z; o.h[j][3] = h.w;
+            o.l[j][0] = l.x; o.l[j][1] = l.y; o.l[j][2] = l.z; o.l[j][3] = l.w;
+            o.s[j] = __ldg(x.scale + u0 + j);
+            o.sum[j] = __ldg(x.sum16 + 2 * (u0 + j) + g);
+        }
+        return o;
+    }
+    static __device__ __forceinline__ W w(const WView& v, i64 r, int it, int tid) {
+        int g = tid & 1, hf = (tid >> 1) & 1;
+        const unsigned char* b = v.data + r * v.rowBytes + 210 * (i64) (it >> 2);
+        W o;
+        ld16_aligned2(b + 64 * hf + 16 * g, o.a);
+        ld16_aligned2(b + 64 * hf + 32 + 16 * g, o.b);
+        ld16_aligned2(b + 128 + 32 * hf + 16 * g, o.qh);
+#pragma unroll
+        for (int j = 0; j < 4; j++) o.sc[j] = (signed char) b[192 + 8 * hf + g + 2 * j];
+        o.d = ldh(b + 208);
+        return o;
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        int ih[4] = {0, 0, 0, 0}, il[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            unsigned c[4] = {(w.a[k] & 0x0F0F0F0Fu) | ((w.qh[k] << 4) & 0x30303030u), (w.b[k] & 0x0F0F0F0Fu) | ((w.qh[k] << 2) & 0x30303030u),
+                             ((w.a[k] >> 4) & 0x0F0F0F0Fu) | (w.qh[k] & 0x30303030u), ((w.b[k] >> 4) & 0x0F0F0F0Fu) | ((w.qh[k] >> 2) & 0x30303030u)};
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                ih[j] = __dp4a((int) c[j], (int) x.h[j][k], ih[j]);
+                il[j] = dp4_s_u(c[j], x.l[j][k], il[j]);
+            }
+        }
+        float t = 0.f;
+#pragma unroll
+        for (int j = 0; j < 4; j++) t += (float) w.sc[j] * (x.s[j] * (float) (256 * ih[j] + il[j]) - 32.f * x.sum[j]);
+        return w.d * t;
+    }
+};
 
 // Which n = 1 kernel a type runs (see the top of this file); KernelCatalog.gemvRowsPerBlock mirrors ROWS.
 #define GEMV_PLAN_STAGED 0
@@ -447,6 +584,8 @@ template <int T> struct GemvPlan { static const int KIND = GEMV_PLAN_STAGED, ROW
 template <> struct GemvPlan<WT_F16> { static const int KIND = GEMV_PLAN_DIRECT, ROWS = GEMV_DIRECT_ROWS; };
 template <> struct GemvPlan<WT_W4A16> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS; };
 template <> struct GemvPlan<WT_Q4_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS; };
+template <> struct GemvPlan<WT_Q8_0> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS; };
+template <> struct GemvPlan<WT_Q6_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS; };
 
 template <int T>
 __device__ __forceinline__ void gemv_one_impl(const WView& w, const float* x, float* y, int rows) {
@@ -605,39 +744,39 @@ static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelC
 
 // xq: gemv_x16_quantize's output for this x (n rows; gemv_x16_ takes one, gemv8_x16_ up to GEMV_MAX_N);
 // addTo: 0, or y = addTo + scale * (x W^T) (a residual, in place)
-#define GEMV_X16_KERNELS(NAME, NT, T, IMPL, BOUNDS)                                                                        \
+#define GEMV_X16_KERNELS(NAME, NT, T, ITEM, BOUNDS)                                                                        \
     extern "C" __global__ void __launch_bounds__ BOUNDS NAME(WEIGHT_PARAMS, const unsigned char* xq, int n, float* y, \
                                                                         int rows, const float* addTo, float scale) {   \
-        IMPL<GemvPlan<T>::ROWS, NT>(WEIGHT_VIEW, xq, n, y, rows, (i64) blockIdx.x * GemvPlan<T>::ROWS, addTo, scale);     \
+        gemv_x16_impl<ITEM, GemvPlan<T>::ROWS, NT>(WEIGHT_VIEW, xq, n, y, rows, (i64) blockIdx.x * GemvPlan<T>::ROWS, addTo, scale); \
     }                                                                                                                      \
     extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) NAME##_multi(const GemvPart* parts, int nparts, int cols, \
                                                                                 const unsigned char* xq, int n) {       \
         int p = 0;                                                                                                         \
         while (p + 1 < nparts && (int) blockIdx.x >= parts[p + 1].blockStart) p++;                                         \
         const GemvPart& g = parts[p];                                                                                      \
-        IMPL<GemvPlan<T>::ROWS, NT>(WView{g.data, g.rowBytes, cols, g.groups, g.groupShift, g.scales, g.zeros}, xq, n, g.y, g.rows, \
-                                    (i64) (blockIdx.x - g.blockStart) * GemvPlan<T>::ROWS, nullptr, 1.f);                  \
+        WView v{g.data, g.rowBytes, cols, g.groups, g.groupShift, g.scales, g.zeros};                                       \
+        gemv_x16_impl<ITEM, GemvPlan<T>::ROWS, NT>(v, xq, n, g.y, g.rows, (i64) (blockIdx.x - g.blockStart) * GemvPlan<T>::ROWS, nullptr, 1.f); \
     }
 // ONE_BOUNDS: the n = 1 kernel's __launch_bounds__ arguments
-#define GEMV_X16(SUFFIX, T, IMPL, ONE_BOUNDS)                                                                              \
+#define GEMV_X16(SUFFIX, T, ITEM, ONE_BOUNDS)                                                                              \
     extern "C" __global__ void gemv_ref_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                \
         gemv_ref_impl<T>(WEIGHT_VIEW, x, n, y, rows);                                                                      \
     }                                                                                                                      \
-    GEMV_X16_KERNELS(gemv_x16_##SUFFIX, 1, T, IMPL, ONE_BOUNDS)                                                            \
-    GEMV_X16_KERNELS(gemv8_x16_##SUFFIX, GEMV_MAX_N, T, IMPL, (GEMV_X16_THREADS))
+    GEMV_X16_KERNELS(gemv_x16_##SUFFIX, 1, T, ITEM, ONE_BOUNDS)                                                            \
+    GEMV_X16_KERNELS(gemv8_x16_##SUFFIX, GEMV_MAX_N, T, ITEM, (GEMV_X16_THREADS))
 GEMV(f32, WT_F32)
 GEMV(f16, WT_F16)
-GEMV(q8_0, WT_Q8_0)
+GEMV_X16(q8_0, WT_Q8_0, Q8_0Item, (GEMV_X16_THREADS))
 GEMV(q4_0, WT_Q4_0)
 GEMV(q4_1, WT_Q4_1)
 GEMV(q5_0, WT_Q5_0)
 GEMV(q5_1, WT_Q5_1)
 GEMV(q2_K, WT_Q2_K)
 GEMV(q3_K, WT_Q3_K)
-GEMV_X16(q4_K, WT_Q4_K, gemv_x16_q4k_impl, (GEMV_X16_THREADS, GEMV_X16_Q4K_MIN_BLOCKS))
+GEMV_X16(q4_K, WT_Q4_K, Q4kItem, (GEMV_X16_THREADS, GEMV_X16_Q4K_MIN_BLOCKS))
 GEMV(q5_K, WT_Q5_K)
-GEMV(q6_K, WT_Q6_K)
-GEMV_X16(w4a16, WT_W4A16, gemv_x16_w4a16_impl, (GEMV_X16_THREADS))
+GEMV_X16(q6_K, WT_Q6_K, Q6kItem, (GEMV_X16_THREADS))
+GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS))
 
 // MoE: out [slots, rowsPerExpert], slot s = t*topK + k: row s = x[perSlot ? s : t] . W_e^T for the routed expert
 // e = ids[s] of a stacked weight [experts, rowsPerExpert, cols]. Grid (row groups, slots); one warp per row.
@@ -674,6 +813,33 @@ __device__ __forceinline__ void expert_gemv_impl(const WView& w, const float* x,
                                                     int rowsPerExpert, float* out) {                                      \
         expert_gemv_impl<T>(WEIGHT_VIEW, x, perSlot, topK, ids, rowsPerExpert, out);                                      \
     }
+// The same with x in 16 bits (x16 types): gemv_x16_impl over the routed expert's rows; grid (row blocks of
+// GEMV_X16_ROWS, slots), GEMV_X16_THREADS threads; xq the x16 of x's rows (slots when perSlot, else tokens).
+template <class Q>
+__device__ __forceinline__ void expert_gemv_x16_impl(WView w, const unsigned char* xq, int perSlot, int topK, const int* ids, int rowsPerExpert,
+                                                     float* out) {
+    int slot = blockIdx.y;
+    int xr = perSlot ? slot : slot / topK;
+    i64 first = (i64) ids[slot] * rowsPerExpert;   // the expert's first row of the stack
+    w.data += first * w.rowBytes;
+    if (w.scales) {
+        w.scales += first * w.groups;
+        w.zeros += first * w.groups;
+    }
+    gemv_x16_impl<Q, GEMV_X16_ROWS, 1>(w, xq + xr * x16_row_bytes(w.cols), 1, out + (i64) slot * rowsPerExpert, rowsPerExpert,
+                                       (i64) blockIdx.x * GEMV_X16_ROWS, nullptr, 1.f);
+}
+
+#define EXPERT_GEMV_X16(SUFFIX, ITEM)                                                                                     \
+    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) expert_gemv_x16_##SUFFIX(WEIGHT_PARAMS, const unsigned char* xq, \
+            int perSlot, int topK, const int* ids, int rowsPerExpert, float* out) {                                       \
+        expert_gemv_x16_impl<ITEM>(WEIGHT_VIEW, xq, perSlot, topK, ids, rowsPerExpert, out);                               \
+    }
+EXPERT_GEMV_X16(q8_0, Q8_0Item)
+EXPERT_GEMV_X16(q4_K, Q4kItem)
+EXPERT_GEMV_X16(q6_K, Q6kItem)
+EXPERT_GEMV_X16(w4a16, W4a16Item)
+
 EXPERT_GEMV(f32, WT_F32)
 EXPERT_GEMV(f16, WT_F16)
 EXPERT_GEMV(q8_0, WT_Q8_0)

@@ -37,8 +37,12 @@ extern "C" __global__ void gather_columns(const float* x, int inCols, const int*
 }
 
 // out = x * sigmoid(gate); out may alias x
-extern "C" __global__ void sigmoid_mul(const float* x, const float* gate, float* out, i64 n) {
-    FOR_EACH(i, n) out[i] = x[i] * sigmoidf(gate[i]);
+extern "C" __global__ void sigmoid_mul(const float* x, const float* gate, float* out, i64 n, unsigned char* x16, int cols) {
+    FOR_EACH(i, n) {
+        float y = x[i] * sigmoidf(gate[i]);
+        out[i] = y;
+        if (x16) x16_store_at(y, i, cols, x16);   // as silu_mul
+    }
 }
 
 // L2 norm per group: x / sqrt(sum(x^2) + eps); one block per group; out may alias x
@@ -56,8 +60,10 @@ extern "C" __global__ void l2norm(const float* x, float* out, int groupElems, fl
     for (int i = threadIdx.x; i < groupElems; i += blockDim.x) og[i] = xg[i] * inv;
 }
 
-// Gated RMSNorm per group of groupElems: (x / sqrt(mean(x^2) + eps) * w) * silu(z); out may alias x
-extern "C" __global__ void rmsnorm_gated(const float* x, const float* z, const float* w, float* out, int groupElems, float eps) {
+// Gated RMSNorm per group of groupElems: (x / sqrt(mean(x^2) + eps) * w) * silu(z); out [rows, cols] may alias x.
+// x16: 0, or out also in 16 bits (x16_store_at; groupElems and blockDim multiples of 32, so a warp is one unit).
+extern "C" __global__ void rmsnorm_gated(const float* x, const float* z, const float* w, float* out, int groupElems, float eps,
+                                         unsigned char* x16, int cols) {
     __shared__ float red[32];
     i64 base = (i64) blockIdx.x * groupElems;
     float ss = 0.f;
@@ -69,7 +75,9 @@ extern "C" __global__ void rmsnorm_gated(const float* x, const float* z, const f
     float inv = 1.f / sqrtf(ss / (float) groupElems + eps);
     for (int i = threadIdx.x; i < groupElems; i += blockDim.x) {
         float zi = z[base + i];
-        out[base + i] = x[base + i] * inv * w[i] * (zi * sigmoidf(zi));
+        float y = x[base + i] * inv * w[i] * (zi * sigmoidf(zi));
+        out[base + i] = y;
+        if (x16) x16_store_at(y, base + i, cols, x16);
     }
 }
 
@@ -116,41 +124,76 @@ extern "C" __global__ void delta_gates(const float* alpha, const float* beta, co
     }
 }
 
-// The gated delta rule, rows in order; grid (value head h, column group), a thread per state column j
-// (the columns of S are independent: more blocks than heads keep every SM's loads in flight):
+// The gated delta rule, rows in order; grid (value head h, group of 32 state columns), GDN_RULE_WARPS warps a
+// block: lane l owns column j = 32 blockIdx.y + l, warp w the rows i = w, w + GDN_RULE_WARPS, ... of S [dk, dv]
+// (fp32, head h), kept in registers from the first row to the last (the state is read once and written once):
 //   S = exp(decay) S;  delta = beta (v - S^T k);  S += k (x) delta;  out = S^T (scale q)
-// S [dk, dv] fp32 of head h lives in state (global, L2-resident); q, k of the head's key head in shared memory.
-// The first pass only reads S (exp(decay) S is recomputed in the second, where the compiler may fuse it
-// into an FMA with k delta: a last-bit difference from the first pass's product), so S is written once.
-extern "C" __global__ void gated_delta_rule(const float* q, const float* k, const float* v, const float* decay, const float* beta, int n,
-                                            int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out) {
+// with the column sums S^T k and S^T q summed over the warps through shared memory; q, k of the head's key
+// head in shared memory. (A warp per column group over all of dk, the previous form, kept one warp per SM in
+// flight at decode: 25 us a layer for 2 MB of state.)
+#define GDN_RULE_WARPS 16
+#define GDN_RULE_ROWS (GDN_MAX_KEY_DIM / GDN_RULE_WARPS)
+extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_rule(const float* q, const float* k, const float* v,
+        const float* decay, const float* beta, int n, int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out) {
     __shared__ float qs[GDN_MAX_KEY_DIM], ks[GDN_MAX_KEY_DIM];
-    int h = blockIdx.x;
+    __shared__ float part[2][GDN_RULE_WARPS][32];
+    int h = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int kh = h / (valueHeads / keyHeads);
+    int j = blockIdx.y * 32 + lane;
+    bool col = j < dv;
     float* S = state + (i64) h * dk * dv;
     i64 qkCols = (i64) keyHeads * dk, vCols = (i64) valueHeads * dv;
-    int j = blockIdx.y * blockDim.x + threadIdx.x;
+    float s[GDN_RULE_ROWS];   // S[warp + GDN_RULE_WARPS r][j]; 0 past dk or dv
+#pragma unroll
+    for (int r = 0; r < GDN_RULE_ROWS; r++) {
+        int i = warp + GDN_RULE_WARPS * r;
+        s[r] = col && i < dk ? S[(i64) i * dv + j] : 0.f;
+    }
     for (int t = 0; t < n; t++) {
-        __syncthreads();   // the previous row is done with qs/ks
+        __syncthreads();   // the previous row is done with qs, ks and part
         for (int i = threadIdx.x; i < dk; i += blockDim.x) {
             qs[i] = q[t * qkCols + (i64) kh * dk + i] * scale;
             ks[i] = k[t * qkCols + (i64) kh * dk + i];
         }
         __syncthreads();
-        if (j >= dv) continue;
         float e = expf(decay[(i64) t * valueHeads + h]), b = beta[(i64) t * valueHeads + h];
         float kv = 0.f;
-#pragma unroll 8
-        for (int i = 0; i < dk; i++) kv += (S[(i64) i * dv + j] * e) * ks[i];
-        float delta = (v[t * vCols + (i64) h * dv + j] - kv) * b;
-        float o = 0.f;
-#pragma unroll 8
-        for (int i = 0; i < dk; i++) {
-            float s = S[(i64) i * dv + j] * e + ks[i] * delta;
-            S[(i64) i * dv + j] = s;
-            o += s * qs[i];
+#pragma unroll
+        for (int r = 0; r < GDN_RULE_ROWS; r++) {
+            int i = warp + GDN_RULE_WARPS * r;
+            if (i < dk) {
+                s[r] *= e;
+                kv += s[r] * ks[i];
+            }
         }
-        out[t * vCols + (i64) h * dv + j] = o;
+        part[0][warp][lane] = kv;
+        __syncthreads();
+        kv = 0.f;
+#pragma unroll
+        for (int w = 0; w < GDN_RULE_WARPS; w++) kv += part[0][w][lane];
+        float delta = col ? (v[t * vCols + (i64) h * dv + j] - kv) * b : 0.f;
+        float o = 0.f;
+#pragma unroll
+        for (int r = 0; r < GDN_RULE_ROWS; r++) {
+            int i = warp + GDN_RULE_WARPS * r;
+            if (i < dk) {
+                s[r] += ks[i] * delta;
+                o += s[r] * qs[i];
+            }
+        }
+        part[1][warp][lane] = o;
+        __syncthreads();
+        if (warp == 0 && col) {
+            o = 0.f;
+#pragma unroll
+            for (int w = 0; w < GDN_RULE_WARPS; w++) o += part[1][w][lane];
+            out[t * vCols + (i64) h * dv + j] = o;
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < GDN_RULE_ROWS; r++) {
+        int i = warp + GDN_RULE_WARPS * r;
+        if (col && i < dk) S[(i64) i * dv + j] = s[r];
     }
 }
 

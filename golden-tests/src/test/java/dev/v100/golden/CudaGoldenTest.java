@@ -41,16 +41,18 @@ import static org.junit.jupiter.api.Assertions.fail;
  * logits against transformers' fp32 logits of the same weights, twice:
  * <ul>
  *   <li><b>decode kernels</b> (every layout): the prompt in chunks of {@link KernelCatalog#GEMV_MAX_TOKENS}
- *       tokens, so every matmul runs the fp32 GEMV: NMSE within {@link GoldenCompare#GPU_FP16_NMSE}, the same
- *       top-1 wherever the reference's top-1/top-2 margin exceeds {@link #FP16_MARGIN}, and the greedy
- *       continuation;</li>
+ *       tokens, so every matmul runs the GEMV (fp32 x, or x rounded to 16 bits per 32 elements for the x16
+ *       types);</li>
  *   <li><b>prefill kernels</b> (tp 1, pp 1): the prompt in one chunk, through the tensor-core GEMM and
- *       attention with their fp16 operands. The fixtures' small random Qwen3.5 models amplify that rounding
- *       (about 10x per GDN layer), so the limits here are the larger of the fixed ones and what the same
- *       roundings give on the CPU ({@link TensorCoreRounding}, computed per fixture, times
- *       {@link #EMULATION_SLACK}); a difference the emulation itself shows to be a MoE routing flip or a greedy
- *       step the emulation also leaves is reported as aborted, naming the computed cause.</li>
+ *       attention with their fp16 operands.</li>
  * </ul>
+ * Each against NMSE within {@link GoldenCompare#GPU_FP16_NMSE}, the same top-1 wherever the reference's
+ * top-1/top-2 margin exceeds {@link #FP16_MARGIN}, and the greedy continuation. The fixtures' small random Qwen3.5
+ * models amplify rounding (about 10x per GDN layer) and their MoE routing can flip on it near a tie, so the limits
+ * are the larger of those fixed ones and what the same roundings on the same chunks give on the CPU
+ * ({@link GpuRounding}, computed per fixture and chunk size, times {@link #EMULATION_SLACK}); a difference the
+ * emulation itself shows to be a MoE routing flip or a greedy step the emulation also leaves is reported as
+ * aborted, naming the computed cause.
  * Each case is converted into a temporary folder first (the converter needs no GPU).
  */
 @Tag("gpu")
@@ -125,17 +127,24 @@ class CudaGoldenTest {
     static void decodeKernels(GoldenCase c, GoldenSuiteTest.Layout l) {
         String why = unsupported(c);
         if (why != null) Assumptions.abort(why);
-        run(c, l, bundleFor(c, l), KernelCatalog.GEMV_MAX_TOKENS, new Limits(GoldenCompare.GPU_FP16_NMSE, FP16_MARGIN, null));
+        run(c, l, bundleFor(c, l), KernelCatalog.GEMV_MAX_TOKENS, limits(c, KernelCatalog.GEMV_MAX_TOKENS));
     }
 
     static void prefillKernels(GoldenCase c) {
         String why = unsupported(c);
         if (why != null) Assumptions.abort(why);
-        Path bundle = bundleFor(c, TP1);
-        Emulation e = Emulation.of(c, bundle);
-        run(c, TP1, bundle, CONTEXT_TOKENS, new Limits(Math.max(GoldenCompare.GPU_FP16_NMSE, EMULATION_SLACK * e.nmse),
-                Math.max(FP16_MARGIN, EMULATION_MARGIN_FACTOR * e.maxAbs), e));
+        run(c, TP1, bundleFor(c, TP1), CONTEXT_TOKENS, limits(c, CONTEXT_TOKENS));
     }
+
+    /** The limits of a run with the prompt in chunks of that many tokens: the fixed ones, or what its emulation needs (once per case and chunk). */
+    static Limits limits(GoldenCase c, int chunk) {
+        return LIMITS.computeIfAbsent(c.id() + "/" + chunk, k -> {
+            Emulation e = Emulation.of(c, bundleFor(c, TP1), chunk);
+            return new Limits(Math.max(GoldenCompare.GPU_FP16_NMSE, EMULATION_SLACK * e.nmse), Math.max(FP16_MARGIN, EMULATION_MARGIN_FACTOR * e.maxAbs), e);
+        });
+    }
+
+    private static final Map<String, Limits> LIMITS = new java.util.concurrent.ConcurrentHashMap<>();
 
     static void run(GoldenCase c, GoldenSuiteTest.Layout l, Path bundle, int chunk, Limits lim) {
         CudaModels.Loaded loaded;
@@ -229,8 +238,8 @@ class CudaGoldenTest {
     }
 
     /**
-     * A fixture under the CUDA backend's fp16 roundings, computed on the CPU ({@link TensorCoreRounding}, the
-     * prompt in one chunk, then the reference's greedy tokens one at a time) next to the exact CPU reference on
+     * A fixture under the CUDA backend's roundings, computed on the CPU ({@link GpuRounding}, the prompt in
+     * chunks as the GPU run takes it, then the reference's greedy tokens one at a time) next to the exact CPU reference on
      * the same path: logits NMSE and largest difference against transformers, the first MoE routing decision
      * (top-k set of a token in a layer) that differs from the exact run, and the first greedy step whose
      * argmax leaves the reference's.
@@ -256,7 +265,7 @@ class CudaGoldenTest {
             return String.format(Locale.ROOT, "NMSE %.3g, max abs %.3g%s", nmse, maxAbs, firstFlip == null ? "" : ", first routing flip: " + firstFlip);
         }
 
-        static Emulation of(GoldenCase c, Path bundle) {
+        static Emulation of(GoldenCase c, Path bundle, int chunk) {
             int topK;
             try (Bundle b = Bundle.open(bundle)) {
                 ModelConfig.Moe moe = b.manifest().config().moe();
@@ -272,8 +281,8 @@ class CudaGoldenTest {
             for (int pass = 0; pass < 2; pass++) {
                 boolean emu = pass == 1;
                 Map<Long, int[]> routes = emu ? emuRoutes : exactRoutes;
-                ModelOptions opts = ModelOptions.defaults().withContextTokens(CONTEXT_TOKENS).withChunkTokens(CONTEXT_TOKENS);
-                dev.v100.runtime.backend.Backend backend = emu ? new TensorCoreRounding() : new CpuBackend(CpuBackend.Kernels.REFERENCE);
+                ModelOptions opts = ModelOptions.defaults().withContextTokens(CONTEXT_TOKENS).withChunkTokens(chunk);
+                dev.v100.runtime.backend.Backend backend = emu ? new GpuRounding() : new CpuBackend(CpuBackend.Kernels.REFERENCE);
                 try (DecoderModel m = DecoderModels.build(Bundle.open(bundle), opts, r -> backend, new CpuCollectives(), true)) {
                     if (topK > 0) m.trace(p -> recordRoutes(p, topK, routes, emu ? null : margins));
                     float[] logits = m.forward(c.tokens(), 0, true);

@@ -1,9 +1,12 @@
 package dev.v100.kernels.cuda;
 
+import dev.v100.formats.ggml.GgmlType;
+
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -50,7 +53,10 @@ public final class KernelCatalog {
     /** gemv_x16_quantize: threads per block (a warp per 32-element unit of x). */
     public static final int GEMV_X16_QUANTIZE_THREADS = 128;
     public static final int GEMV8_ROWS_PER_BLOCK = 16;   // 4 warps x GEMV8_ROWS_PER_WARP (gemv.cu)
-    /** The fast GEMV's alignment: weight address and row stride in bytes (its 16-byte loads), columns in elements. */
+    /**
+     * The fast GEMV's alignment: weight address and row stride in bytes (its 16-byte loads), columns in elements; x's
+     * address too for the float-x types. The x16 kernels of Q8_0 and Q6_K need less: {@link #gemvAlignBytes}.
+     */
     public static final int GEMV_FAST_ALIGN_BYTES = 16;
     public static final int GEMV_FAST_COLS_MULTIPLE = 32;
     /** GEMV handles at most this many token rows at once (decode, small batches); more go to the GEMM. */
@@ -70,6 +76,8 @@ public final class KernelCatalog {
     /** Gated-DeltaNet: the longest conv kernel and the largest key head dim the hybrid kernels take. */
     public static final int CONV_MAX_KERNEL = 8;
     public static final int GDN_MAX_KEY_DIM = 256;
+    /** gated_delta_rule: threads per block (hybrid.cu GDN_RULE_WARPS warps over the key rows of 32 state columns). */
+    public static final int GDN_RULE_THREADS = 512;
     /**
      * The step block of a device (int32 values the host uploads before the kernels that read them, see
      * common.cuh): the position of row 0 at {@code STEP_POS}; in a decode batch its row count at
@@ -129,11 +137,15 @@ public final class KernelCatalog {
         add("attention", "attn_combine", ATTN_THREADS, 0);
         add("attention", "attn_prefill", ATTN_THREADS, attnPrefillSmemBytes(ATTN_MAX_HEAD_DIM));
         add("logits", "argmax_rows", ew, 0);
-        for (String t : allWeightSuffixes()) add("gemv", "expert_gemv_" + t, GEMV_THREADS, 0);
-        for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates", "gated_delta_rule",
+        for (String t : allWeightSuffixes()) {
+            add("gemv", "expert_gemv_" + t, GEMV_THREADS, 0);
+            if (gemvX16(t)) add("gemv", "expert_gemv_x16_" + t, GEMV_X16_THREADS, 0);
+        }
+        for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates",
                 "moe_route", "moe_combine", "sigmoid_gate_rows", "gather_columns")) {
             add("hybrid", k, ew, 0);
         }
+        add("hybrid", "gated_delta_rule", GDN_RULE_THREADS, 0);
     }
 
     private KernelCatalog() {}
@@ -142,7 +154,7 @@ public final class KernelCatalog {
         if (BY_NAME.put(name, new Kernel(module, name, threads, dyn)) != null) throw new AssertionError("kernel " + name + " twice");
     }
 
-    /** Weight rows per block of the type's one-row GEMV: as gemv.cu's GemvPlan (direct for f16, x16 for q4_K and w4a16, else staged). */
+    /** Weight rows per block of the type's one-row GEMV: as gemv.cu's GemvPlan (direct for f16, x16 for q4_K, q6_K, q8_0 and w4a16, else staged). */
     public static int gemvRowsPerBlock(String suffix) {
         return switch (suffix) {
             case "f16" -> GEMV_DIRECT_ROWS;
@@ -155,7 +167,19 @@ public final class KernelCatalog {
      * _multi variants for several weights of one x) rather than gemv_{suffix} and gemv8_{suffix}.
      */
     public static boolean gemvX16(String suffix) {
-        return suffix.equals("q4_K") || suffix.equals(W4A16_SUFFIX);
+        return switch (suffix) {
+            case "q4_K", "q6_K", "q8_0", W4A16_SUFFIX -> true;
+            default -> false;
+        };
+    }
+
+    /**
+     * Alignment in bytes the type's fast GEMV needs of the weight's address and row stride: 2 for the x16 kernels
+     * of Q8_0 and Q6_K (34- and 210-byte blocks, read as aligned words and funnel-shifted), else
+     * {@link #GEMV_FAST_ALIGN_BYTES} (16-byte loads of whole blocks).
+     */
+    public static int gemvAlignBytes(String suffix) {
+        return suffix.equals("q8_0") || suffix.equals("q6_K") ? 2 : GEMV_FAST_ALIGN_BYTES;
     }
 
     /**
@@ -164,6 +188,20 @@ public final class KernelCatalog {
      */
     public static long gemvX16Bytes(long cols) {
         return (2 * cols + 4 * (cols / 32) + 4 * (cols / 16) + 15) & ~15L;
+    }
+
+    /** The kernel-name suffix of a GGML type: gemv_x16_q4_K, expert_gemv_q8_0, ... */
+    public static String suffix(GgmlType t) {
+        return t.name().toLowerCase(Locale.ROOT).replace("_k", "_K");
+    }
+
+    /**
+     * Whether the CUDA backend's decode GEMV of a plain matrix of that type, row stride and width runs the x16 kernels
+     * (x rounded to 16 bits per 32 elements, dev.v100.kernels.ref.RefX16), given an aligned address (bundles align
+     * every tensor): an x16 type, aligned rows, whole 32-column units. The MoE expert GEMV decides the same way.
+     */
+    public static boolean gemvRunsX16(String suffix, long rowBytes, long cols) {
+        return gemvX16(suffix) && rowBytes % gemvAlignBytes(suffix) == 0 && cols % GEMV_FAST_COLS_MULTIPLE == 0;
     }
 
     /** The GGML suffixes and W4A16: the types the matmul kernels exist for. */

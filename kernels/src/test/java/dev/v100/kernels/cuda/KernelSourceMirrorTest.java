@@ -92,4 +92,11 @@ class KernelSourceMirrorTest {
         mirrors("attention.cu", Map.of("PAGE", KernelCatalog.KV_PAGE_TOKENS, "ATTN_MAX_HD", KernelCatalog.ATTN_MAX_HEAD_DIM,
                 "THREADS", KernelCatalog.ATTN_THREADS));
     }
+
+    @Test
+    void hybridLimitsMirrorHybridCu() throws IOException {
+        Map<String, Integer> d = mirrors("hybrid.cu", Map.of("GDN_MAX_KEY_DIM", KernelCatalog.GDN_MAX_KEY_DIM, "CONV_MAX_KERNEL", KernelCatalog.CONV_MAX_KERNEL));
+        assertEquals(KernelCatalog.GDN_RULE_THREADS, 32 * define(d, "GDN_RULE_WARPS", "hybrid.cu"), "gated_delta_rule's threads");
+        assertEquals(0, KernelCatalog.GDN_MAX_KEY_DIM % define(d, "GDN_RULE_WARPS", "hybrid.cu"), "key rows split evenly over the warps");
+    }
 }

@@ -19,6 +19,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -135,10 +136,6 @@ public final class CudaBackend implements Backend {
         };
     }
 
-    static String suffix(GgmlType t) {
-        return t.name().toLowerCase(Locale.ROOT).replace("_k", "_K");
-    }
-
     // ---- memory -------------------------------------------------------------------------------
 
     /**
@@ -213,7 +210,7 @@ public final class CudaBackend implements Backend {
                 device.upload(MemorySegment.ofArray(v), vector, "uploading " + name);
             }
         }
-        String sfx = suffix(type);
+        String sfx = KernelCatalog.suffix(type);
         return registered(new CudaWeight(name, type, sfx, shape, rows, cols, address, rowBytes, bytes.byteSize(), 0, 0, 0, 0, vector, expertRows,
                 CudaWeight.Kernels.of(device, sfx)));
     }
@@ -265,7 +262,7 @@ public final class CudaBackend implements Backend {
 
     /** w, noting whether it is a matrix whose one-row GEMV runs gemv_x16_* (then one-row norms and siluMul write x16 too). */
     private CudaWeight registered(CudaWeight w) {
-        if (w.vector == 0 && w.expertRows == 0 && w.kernels.x16()) anyX16 = true;
+        if (w.vector == 0 && w.kernels.x16()) anyX16 = true;
         return w;
     }
 
@@ -395,12 +392,15 @@ public final class CudaBackend implements Backend {
 
     /** The decode matmul: the fast GEMV where the weight and x allow it, else the reference twin. */
     void gemv(CudaBuffer x, CudaWeight w, CudaBuffer out) {
+        long before = device.issued();
         if (fastGemvTakes(x, w)) gemvFast(x, w, out);
         else gemvRef(x, w, out);
+        x16Kept(before, out);
     }
 
+    /** The weight aligned as its fast GEMV needs; x too for the float-x types (the x16 ones read it through the 16-bit copy). */
     static boolean fastGemvTakes(CudaBuffer x, CudaWeight w) {
-        return w.fastGemv && x.address % KernelCatalog.GEMV_FAST_ALIGN_BYTES == 0;
+        return w.fastGemv && (w.kernels.x16() || x.address % KernelCatalog.GEMV_FAST_ALIGN_BYTES == 0);
     }
 
     /**
@@ -408,7 +408,10 @@ public final class CudaBackend implements Backend {
      * KernelCatalog.gemvRowsPerBlock), up to 8 gemv8_* (GEMV8_ROWS_PER_BLOCK).
      */
     void gemvFast(CudaBuffer x, CudaWeight w, CudaBuffer out) {
-        if (!fastGemvTakes(x, w)) throw new BackendException("the fast GEMV needs 16-byte alignment and whole 32-column units: " + w + ", x " + x);
+        if (!fastGemvTakes(x, w)) {
+            throw new BackendException("the fast GEMV needs " + KernelCatalog.gemvAlignBytes(w.kernelSuffix) + "-byte alignment and whole 32-column units: "
+                    + w + ", x " + x);
+        }
         if (w.kernels.x16()) {
             gemvX16(x, w, out);
             return;
@@ -494,20 +497,34 @@ public final class CudaBackend implements Backend {
     public void matmulEach(Buffer x, List<Weight> ws, List<Buffer> outs) {
         if (ws.size() != outs.size()) throw new BackendException("matmulEach: " + ws.size() + " weights for " + outs.size() + " outputs");
         CudaBuffer xb = buf(x);
-        List<CudaWeight> w = new ArrayList<>(ws.size());
-        List<CudaBuffer> o = new ArrayList<>(outs.size());
-        boolean fused = ws.size() >= 2 && ws.size() <= KernelCatalog.GEMV_MULTI_MAX_PARTS;
+        // the parts an x16 GEMV takes, by kernel type (one launch per type of two or more); the rest one matmul each, first
+        Map<String, List<Integer>> byType = new LinkedHashMap<>();
         for (int i = 0; i < ws.size(); i++) {
             CudaWeight wi = w(ws.get(i));
             CudaBuffer oi = buf(outs.get(i));
-            w.add(wi);
-            o.add(oi);
-            fused &= x16Takes(xb, wi, oi) && wi.kernelSuffix.equals(w.get(0).kernelSuffix);
+            if (x16Takes(xb, wi, oi)) byType.computeIfAbsent(wi.kernelSuffix, t -> new ArrayList<>()).add(i);
         }
-        if (!fused) {
-            for (int i = 0; i < ws.size(); i++) matmul(x, ws.get(i), outs.get(i));
-            return;
+        byType.values().removeIf(parts -> parts.size() < 2);
+        for (int i = 0; i < ws.size(); i++) {
+            int at = i;
+            if (byType.values().stream().noneMatch(parts -> parts.contains(at))) matmul(x, ws.get(i), outs.get(i));
         }
+        for (List<Integer> parts : byType.values()) {
+            for (int from = 0; from < parts.size(); from += KernelCatalog.GEMV_MULTI_MAX_PARTS) {
+                List<CudaWeight> w = new ArrayList<>();
+                List<CudaBuffer> o = new ArrayList<>();
+                for (int i : parts.subList(from, Math.min(parts.size(), from + KernelCatalog.GEMV_MULTI_MAX_PARTS))) {
+                    w.add(w(ws.get(i)));
+                    o.add(buf(outs.get(i)));
+                }
+                if (w.size() == 1) gemvX16(xb, w.get(0), o.get(0));
+                else gemvMulti(xb, w, o);
+            }
+        }
+    }
+
+    /** One gemv_x16_*_multi (or gemv8_) launch: outs[i] = x ws[i]^T for weights of one x16 type (2..GEMV_MULTI_MAX_PARTS). */
+    private void gemvMulti(CudaBuffer xb, List<CudaWeight> w, List<CudaBuffer> o) {
         device.bind();
         for (CudaWeight wi : w) note(wi);
         long table = gemvParts(w, o);   // (may upload: before the x16 copy's check)
@@ -558,8 +575,29 @@ public final class CudaBackend implements Backend {
      * the op's launch), or 0: when no weight of this backend runs gemv_x16_*, or out is not one row of whole units.
      */
     private long x16Target(CudaBuffer out) {
-        if (!anyX16 || out.rows != 1 || out.cols % 32 != 0) return 0;
-        return device.scratch(x16Scratch, KernelCatalog.gemvX16Bytes(out.cols));
+        return x16Target(out, 1);
+    }
+
+    /** As above for an op that writes the 16-bit rows of up to maxRows rows (decode batches: at most GEMV_MAX_TOKENS). */
+    private long x16Target(CudaBuffer out, int maxRows) {
+        if (!anyX16 || out.rows < 1 || out.rows > Math.min(maxRows, KernelCatalog.GEMV_MAX_TOKENS) || out.cols % 32 != 0) return 0;
+        return device.scratch(x16Scratch, out.rows * KernelCatalog.gemvX16Bytes(out.cols));
+    }
+
+    /**
+     * After launches that wrote only outs (and nothing else in device memory the copy depends on): the 16-bit copy
+     * that was current when {@code before} = device.issued() stays current, unless an out overlaps its x.
+     */
+    private void x16Kept(long before, CudaBuffer... outs) {
+        if (x16Issued != before || x16Of == 0) return;
+        long end = x16Of + 4 * x16Rows * x16Cols;
+        for (CudaBuffer o : outs) {
+            if (o.address < end && x16Of < o.address + o.bytes()) {
+                x16Of = 0;
+                return;
+            }
+        }
+        x16Issued = device.issued();
     }
 
     /** The x16 scratch at q now holds x (the launch that wrote or read it was the last one issued). */
@@ -875,8 +913,8 @@ public final class CudaBackend implements Backend {
         device.bind();
         long n = g.elems();
         if (n == 0) return;
-        long x16 = x16Target(o);
-        device.launch(kSiluMul).ptr(g.address).ptr(u.address).ptr(o.address).i64(n).ptr(x16).go(blocks(n), 1, 1, EW, 0);
+        long x16 = x16Target(o, KernelCatalog.GEMV_MAX_TOKENS);
+        device.launch(kSiluMul).ptr(g.address).ptr(u.address).ptr(o.address).i64(n).ptr(x16).i32(o.cols).go(blocks(n), 1, 1, EW, 0);
         if (x16 != 0) x16Made(o, x16);
         checked("siluMul", o);
     }
@@ -976,7 +1014,9 @@ public final class CudaBackend implements Backend {
         device.bind();
         long n = xb.elems();
         if (n == 0) return;
-        device.launch(kSigmoidMul).ptr(xb.address).ptr(g.address).ptr(o.address).i64(n).go(blocks(n), 1, 1, EW, 0);
+        long x16 = x16Target(o, KernelCatalog.GEMV_MAX_TOKENS);
+        device.launch(kSigmoidMul).ptr(xb.address).ptr(g.address).ptr(o.address).i64(n).ptr(x16).i32(o.cols).go(blocks(n), 1, 1, EW, 0);
+        if (x16 != 0) x16Made(o, x16);
         checked("sigmoidMul", o);
     }
 
@@ -1057,9 +1097,9 @@ public final class CudaBackend implements Backend {
             Cuda.check(cuMemsetD32Async(s.recurrent, 0, s.recurrentBytes() / 4, device.stream()), "cuMemsetD32Async", "resetting a GDN state");
         }
         if (n > 0) {
-            int threads = 32;   // a warp of state columns per block, (dv / 32) blocks per value head
+            // a block per value head and 32 state columns, its warps over the key rows
             device.launch(kDeltaRule).ptr(qb.address).ptr(kb.address).ptr(vb.address).ptr(gb.address).ptr(bb.address).i32(n).i32(hk)
-                    .i32(hv).i32(dk).i32(dv).f32(scale).ptr(s.recurrent).ptr(ob.address).go(hv, (dv + threads - 1) / threads, 1, threads, 0);
+                    .i32(hv).i32(dk).i32(dv).f32(scale).ptr(s.recurrent).ptr(ob.address).go(hv, (dv + 31) / 32, 1, KernelCatalog.GDN_RULE_THREADS, 0);
         }
         s.recurrentTokens = startPos + n;
         checked("gatedDeltaRule", ob);
@@ -1077,8 +1117,10 @@ public final class CudaBackend implements Backend {
         int g = (int) wt.cols;
         long groups = (long) xb.rows * (xb.cols / g);
         if (groups == 0) return;
-        device.launch(kRmsNormGated).ptr(xb.address).ptr(zb.address).ptr(wt.vector).ptr(ob.address).i32(g).f32(eps)
+        long x16 = g % 32 == 0 ? x16Target(ob, KernelCatalog.GEMV_MAX_TOKENS) : 0;   // a warp is one unit of one group
+        device.launch(kRmsNormGated).ptr(xb.address).ptr(zb.address).ptr(wt.vector).ptr(ob.address).i32(g).f32(eps).ptr(x16).i32(ob.cols)
                 .go(groups, 1, 1, Math.min(EW, (g + 31) / 32 * 32), 0);
+        if (x16 != 0) x16Made(ob, x16);
         checked("rmsNormGated", ob);
     }
 
@@ -1095,8 +1137,10 @@ public final class CudaBackend implements Backend {
                 throw new BackendException("route: " + lb.cols + " experts (the routing kernel holds at most " + KernelCatalog.ROUTE_MAX_EXPERTS + ")");
             }
             int warps = KernelCatalog.ROUTE_THREADS / 32;   // a warp per token
+            long before = device.issued();
             device.launch(kRoute).ptr(lb.address).i32(lb.rows).i32(lb.cols).i32(r.topK).i32(normalizeTopK ? 1 : 0).ptr(r.ids).ptr(r.weights)
                     .go((lb.rows + warps - 1) / warps, 1, 1, KernelCatalog.ROUTE_THREADS, 0);
+            x16Kept(before);   // (the routing's ids and weights are no activation)
         }
         r.tokens = lb.rows;
     }
@@ -1120,10 +1164,28 @@ public final class CudaBackend implements Backend {
             xb = gathered(xb, w, r, perSlot);
             perSlot = true;
         }
-        int warps = KernelCatalog.GEMV_THREADS / 32;
-        w.params(device.launch(w.kernels.expert())).ptr(xb.address).i32(perSlot ? 1 : 0).i32(r.topK).ptr(r.ids)
-                .i32((int) w.expertRows).ptr(ob.address).go((w.expertRows + warps - 1) / warps, slots, 1, KernelCatalog.GEMV_THREADS, 0);
+        if (w.kernels.x16() && w.fastGemv) {
+            expertGemvX16(xb, w, r, perSlot, ob);
+        } else {
+            expertGemvRef(xb, w, r, perSlot, ob);
+        }
         checked("expertMatmul " + w.name, ob);
+    }
+
+    /** expert_gemv_x16_*: x's rows quantized to 16 bits (or their copy reused), a block per 2 rows of a slot's expert. */
+    void expertGemvX16(CudaBuffer x, CudaWeight w, CudaRouting r, boolean perSlot, CudaBuffer out) {
+        long q = x16Of(x, w.cols);
+        int per = KernelCatalog.GEMV_X16_ROWS;
+        w.params(device.launch(w.kernels.expertX16())).ptr(q).i32(perSlot ? 1 : 0).i32(r.topK).ptr(r.ids).i32((int) w.expertRows).ptr(out.address)
+                .go((w.expertRows + per - 1) / per, r.tokens * r.topK, 1, KernelCatalog.GEMV_X16_THREADS, 0);
+        x16Read(x, q, List.of(out));
+    }
+
+    /** expert_gemv_*, the reference twin on fp32 x (and the path of the other types): a warp per row of a slot's expert. */
+    void expertGemvRef(CudaBuffer x, CudaWeight w, CudaRouting r, boolean perSlot, CudaBuffer out) {
+        int warps = KernelCatalog.GEMV_THREADS / 32;
+        w.params(device.launch(w.kernels.expert())).ptr(x.address).i32(perSlot ? 1 : 0).i32(r.topK).ptr(r.ids)
+                .i32((int) w.expertRows).ptr(out.address).go((w.expertRows + warps - 1) / warps, r.tokens * r.topK, 1, KernelCatalog.GEMV_THREADS, 0);
     }
 
     @Override

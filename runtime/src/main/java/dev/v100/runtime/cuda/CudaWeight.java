@@ -33,22 +33,24 @@ final class CudaWeight implements Weight {
     final long inputCols;         // the input width: cols, or fewer for an act-order W4A16 part
     final long index;             // act-order W4A16: int32 [matrices, cols] input column per stored column; 0 otherwise
     final Kernels kernels;        // this type's kernels, resolved once
-    /** Whether the fast GEMV takes this weight: 16-byte aligned address and row stride, whole 32-column units. */
+    /** Whether the fast GEMV takes this weight: address and row stride aligned as the type's kernel needs, whole 32-column units. */
     final boolean fastGemv;
 
     /**
      * The kernels of one weight type (suffix): decode GEMV for 1 and up to 8 token rows (gemv_ and gemv8_ on fp32
      * x; or, x16, gemv_x16_ and gemv8_x16_ on x quantized to 16 bits, with _multi variants for several weights of
-     * one x, null otherwise), its rows per block for one row, the reference twin, GEMM, dequant, MoE, gather.
+     * one x, null otherwise), its rows per block for one row, the reference twin, GEMM, dequant, MoE (expertX16 on
+     * x16, null otherwise), gather.
      */
     record Kernels(boolean x16, CudaKernel gemv, CudaKernel gemv8, CudaKernel gemvMulti, CudaKernel gemv8Multi, int gemvRows, CudaKernel gemvRef,
-                   CudaKernel gemm, CudaKernel dequant, CudaKernel expert, CudaKernel embed) {
+                   CudaKernel gemm, CudaKernel dequant, CudaKernel expert, CudaKernel expertX16, CudaKernel embed) {
         static Kernels of(CudaDevice d, String suffix) {
             boolean x16 = KernelCatalog.gemvX16(suffix);
             String one = x16 ? "gemv_x16_" : "gemv_", batch = x16 ? "gemv8_x16_" : "gemv8_";
             return new Kernels(x16, d.kernel(one + suffix), d.kernel(batch + suffix), x16 ? d.kernel(one + suffix + "_multi") : null,
                     x16 ? d.kernel(batch + suffix + "_multi") : null, KernelCatalog.gemvRowsPerBlock(suffix), d.kernel("gemv_ref_" + suffix),
-                    d.kernel("gemm_" + suffix), d.kernel("dequant_" + suffix), d.kernel("expert_gemv_" + suffix), d.kernel("embed_" + suffix));
+                    d.kernel("gemm_" + suffix), d.kernel("dequant_" + suffix), d.kernel("expert_gemv_" + suffix), x16 ? d.kernel("expert_gemv_x16_" + suffix) : null,
+                    d.kernel("embed_" + suffix));
         }
     }
 
@@ -80,8 +82,8 @@ final class CudaWeight implements Weight {
         this.expertRows = expertRows;
         this.layer = layerOf(name);
         this.kernels = kernels;
-        int align = dev.v100.kernels.cuda.KernelCatalog.GEMV_FAST_ALIGN_BYTES;
-        this.fastGemv = address % align == 0 && rowBytes % align == 0 && cols % dev.v100.kernels.cuda.KernelCatalog.GEMV_FAST_COLS_MULTIPLE == 0;
+        int align = KernelCatalog.gemvAlignBytes(kernelSuffix);
+        this.fastGemv = address % align == 0 && rowBytes % align == 0 && cols % KernelCatalog.GEMV_FAST_COLS_MULTIPLE == 0;
     }
 
     static int layerOf(String name) {

@@ -235,6 +235,8 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
     @Override
     public void layer(List<RankShard> stage, int layer, DecoderModel.Rows rows) {
         int n = rows.n();
+        // one rank and no trace: the mixer's output projection adds into the residual itself (no partials to sum)
+        boolean fuse = stage.size() == 1 && !stage.get(0).trace.enabled();
         List<Buffer> partials = new ArrayList<>(stage.size());
         for (RankShard rs : stage) {
             Rank r = ranks[rs.ppStage][rs.geo.tpRank()];
@@ -242,19 +244,26 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
             Buffer x = rs.x.rows(n), xn = rs.xn.rows(n);
             rs.backend.rmsNorm(x, w.attnNorm, config.hiddenSize(), eps, xn);
             rs.trace.record(Trace.ATTN_NORM, layer, xn);
-            if (w.gdn != null) gdn(rs, r, w.gdn, layer, rows);
-            else attention(rs, r, w.attention, layer, rows);
-            partials.add(r.proj.rows(n));
+            Buffer in = w.gdn != null ? gdn(rs, r, w.gdn, layer, rows) : attention(rs, r, w.attention, layer, rows);
+            Weight out = w.gdn != null ? w.gdn.out : w.attention.o;
+            if (fuse) {
+                rs.backend.matmulAdd(in, out, 1f, r.proj.rows(n), x);
+            } else {
+                rs.backend.matmul(in, out, r.proj.rows(n));
+                partials.add(r.proj.rows(n));
+            }
         }
-        collectives.allReduceSum(partials);
+        if (!fuse) collectives.allReduceSum(partials);
         partials.clear();
         for (RankShard rs : stage) {
             Rank r = ranks[rs.ppStage][rs.geo.tpRank()];
             Layer w = r.layer(layer);
             Backend b = rs.backend;
             Buffer x = rs.x.rows(n), xn = rs.xn.rows(n), proj = r.proj.rows(n);
-            rs.trace.record(Trace.ATTN_PROJ, layer, proj);
-            b.add(x, proj, 1f, x);
+            if (!fuse) {
+                rs.trace.record(Trace.ATTN_PROJ, layer, proj);
+                b.add(x, proj, 1f, x);
+            }
             rs.trace.record(Trace.ATTN_RESIDUAL, layer, x);
             b.rmsNorm(x, w.ffnNorm, config.hiddenSize(), eps, xn);
             rs.trace.record(Trace.FFN_NORM, layer, xn);
@@ -272,20 +281,17 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         }
     }
 
-    /** The Gated DeltaNet of one rank: its heads' share of out_proj into r.proj. */
-    private void gdn(RankShard rs, Rank r, Gdn w, int layer, DecoderModel.Rows rows) {
+    /** The Gated DeltaNet of one rank up to out_proj: its heads' normed, gated output (out_proj's input). */
+    private Buffer gdn(RankShard rs, Rank r, Gdn w, int layer, DecoderModel.Rows rows) {
         int n = rows.n();
         Backend b = rs.backend;
         Trace tr = rs.trace;
         ModelConfig.Gdn g = config.gdn();
         Buffer xn = rs.xn.rows(n), qkv = r.qkv.rows(n), q = r.gq.rows(n), k = r.gk.rows(n), v = r.gv.rows(n), z = r.gz.rows(n);
         Buffer alpha = r.alpha.rows(n), beta = r.beta.rows(n), core = r.core.rows(n);
-        b.matmul(xn, w.qkv, qkv);
+        b.matmulEach(xn, List.of(w.qkv, w.z, w.beta, w.alpha), List.of(qkv, z, beta, alpha));
         tr.record(GDN_QKV, layer, qkv);
-        b.matmul(xn, w.z, z);
         tr.record(GDN_Z, layer, z);
-        b.matmul(xn, w.beta, beta);
-        b.matmul(xn, w.alpha, alpha);
         if (!rows.batched()) {
             b.causalConv1d(qkv, w.conv, r.state(layer, rows.slot()), rows.startPos(), qkv);
         } else {   // each row its own sequence: its own conv window
@@ -315,22 +321,20 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         tr.record(GDN_CORE, layer, core);
         b.rmsNormGated(core, z, w.norm, eps, core);
         tr.record(GDN_NORM, layer, core);
-        b.matmul(core, w.out, r.proj.rows(n));
+        return core;
     }
 
-    /** Gated full attention of one rank: its heads' share of o_proj into r.proj. */
-    private void attention(RankShard rs, Rank r, Attention w, int layer, DecoderModel.Rows rows) {
+    /** Gated full attention of one rank up to o_proj: its heads' gated output (o_proj's input). */
+    private Buffer attention(RankShard rs, Rank r, Attention w, int layer, DecoderModel.Rows rows) {
         int n = rows.n();
         Backend b = rs.backend;
         Trace tr = rs.trace;
         int d = config.headDim();
         Buffer xn = rs.xn.rows(n), qg = r.qg.rows(n), q = r.q.rows(n), gate = r.gate.rows(n), k = r.k.rows(n), v = r.v.rows(n);
         Buffer att = r.att.rows(n);
-        b.matmul(xn, w.q, qg);
+        b.matmulEach(xn, List.of(w.q, w.k, w.v), List.of(qg, k, v));
         b.copyColumns(qg, 0, d, 2 * d, q);
         b.copyColumns(qg, d, d, 2 * d, gate);
-        b.matmul(xn, w.k, k);
-        b.matmul(xn, w.v, v);
         tr.record(Trace.Q, layer, q);
         tr.record(ATTN_GATE, layer, gate);
         tr.record(Trace.K, layer, k);
@@ -342,14 +346,13 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         DecoderModel.ropeAndAttend(b, tr, layer, d, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
         b.sigmoidMul(att, gate, att);
         tr.record(ATTN_GATED, layer, att);
-        b.matmul(att, w.o, r.proj.rows(n));
+        return att;
     }
 
     private void denseFfn(RankShard rs, Rank r, Ffn w, int layer, int n) {
         Backend b = rs.backend;
         Buffer xn = rs.xn.rows(n), g = r.fGate.rows(n), u = r.fUp.rows(n);
-        b.matmul(xn, w.gate, g);
-        b.matmul(xn, w.up, u);
+        b.matmulEach(xn, List.of(w.gate, w.up), List.of(g, u));
         rs.trace.record(Trace.FFN_GATE, layer, g);
         rs.trace.record(Trace.FFN_UP, layer, u);
         b.siluMul(g, u, g);
@@ -365,6 +368,9 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         int slots = n * m.numExpertsPerTok();
         Buffer xn = rs.xn.rows(n), router = r.router.rows(n), proj = r.proj.rows(n);
         Buffer eg = r.eGate.rows(slots), eu = r.eUp.rows(slots), ed = r.eDown.rows(slots);
+        Buffer sg = r.fGate.rows(n), su = r.fUp.rows(n), so = r.shared.rows(n);
+        // the shared expert's gate and up first: on a GPU they read the norm's 16-bit copy of xn as it is
+        if (w.gateShexp != null) b.matmulEach(xn, List.of(w.gateShexp, w.upShexp), List.of(sg, su));
         b.matmul(xn, w.router, router);
         tr.record(MOE_ROUTER, layer, router);
         b.route(router, m.normTopkProb(), r.routing);
@@ -379,9 +385,6 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         b.combineExperts(ed, r.routing, proj);
         tr.record(MOE_EXPERTS, layer, proj);
         if (w.gateShexp == null) return;
-        Buffer sg = r.fGate.rows(n), su = r.fUp.rows(n), so = r.shared.rows(n);
-        b.matmul(xn, w.gateShexp, sg);
-        b.matmul(xn, w.upShexp, su);
         b.siluMul(sg, su, sg);
         tr.record(SHEXP_ACT, layer, sg);
         b.matmul(sg, w.downShexp, so);

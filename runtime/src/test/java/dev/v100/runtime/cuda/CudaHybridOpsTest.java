@@ -177,12 +177,12 @@ class CudaHybridOpsTest {
                         assertEquals(n, gr.tokens());
                         float[] x = halves(r, n * h, 1);
                         Buffer ce = cpu.allocate("e", n * topK, in), ge = gpu.allocate("e", n * topK, in);
-                        cpu.expertMatmul(put(cpu, x, n, h), cu, cr, ce);
+                        cpu.expertMatmul(put(cpu, x16Input(gu, x), n, h), cu, cr, ce);
                         gpu.expertMatmul(put(gpu, x, n, h), gu, gr, ge);
                         near(gpu.read(ge), cpu.read(ce), EXPERT_NMSE, t + " expert up, token rows, n " + n);
                         float[] slotIn = gpu.read(ge);
                         Buffer cdn = cpu.allocate("d", n * topK, h), gdn = gpu.allocate("d", n * topK, h);
-                        cpu.expertMatmul(put(cpu, slotIn, n * topK, in), cd, cr, cdn);
+                        cpu.expertMatmul(put(cpu, x16Input(gd, slotIn), n * topK, in), cd, cr, cdn);
                         gpu.expertMatmul(put(gpu, slotIn, n * topK, in), gd, gr, gdn);
                         near(gpu.read(gdn), cpu.read(cdn), EXPERT_NMSE, t + " expert down, slot rows, n " + n);
                         Buffer co = cpu.allocate("o", n, h), go = gpu.allocate("o", n, h);
@@ -194,6 +194,70 @@ class CudaHybridOpsTest {
                 }
                 Buffer x = gpu.allocate("x", 2, h);
                 assertThrows(BackendException.class, () -> gpu.matmul(x, gu, gpu.allocate("y", 2, experts * in)), "a 3-D weight is for expertMatmul only");
+            }
+        }
+    }
+
+    /** x as the GPU's expert matmul of w sees it: rounded to 16 bits per 32-element unit where it runs expert_gemv_x16_*. */
+    static float[] x16Input(Weight w, float[] x) {
+        CudaWeight cw = (CudaWeight) w;
+        return cw.kernels.x16() && cw.fastGemv ? CudaMatmulTest.x16Rounded(x) : x;
+    }
+
+    /**
+     * expert_gemv_x16_* of every x16 type against the CPU reference on the 16-bit x (the product it computes) and
+     * against its fp32-x twin expert_gemv_* (within 4x the distance the rounding alone makes): token rows and slot
+     * rows, Q8_0 rows that are 2-byte aligned only (17 blocks), a Q6_K row of 20 super-blocks (4200 bytes).
+     */
+    @Test
+    void x16ExpertGemvMatchesItsTwin() {
+        CpuBackend cpu = new CpuBackend(CpuBackend.Kernels.REFERENCE);
+        try (CudaBackend gpu = backend("hybrid-x16-experts")) {
+            SplittableRandom r = new SplittableRandom(35);
+            int experts = 7, topK = 3, rows = 37;
+            for (String kind : new String[] {"q8_0", "q4_K", "q6_K", "w4a16"}) {
+                int cols = switch (kind) {
+                    case "q8_0" -> 544;
+                    case "q6_K" -> 5120;
+                    default -> 512;
+                };
+                long[] shape = {experts, rows, cols};
+                Weight cw, gw;
+                if (kind.equals("w4a16")) {
+                    var g = new dev.v100.formats.w4a16.W4A16Layout.Geometry((long) experts * rows, cols, 128);
+                    MemorySegment blob = CudaMatmulTest.randomW4A16(g, r);
+                    cw = cpu.weightW4A16("blk.0.ffn_up_exps.weight", shape, 128, blob);
+                    gw = gpu.weightW4A16("blk.0.ffn_up_exps.weight", shape, 128, blob);
+                } else {
+                    GgmlType t = GgmlType.byName(kind);
+                    StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up_exps.weight", t, (long) experts * rows, cols, 0.05, r);
+                    cw = cpu.weight(m.name(), t, shape, m.data());
+                    gw = gpu.weight(m.name(), t, shape, m.data());
+                }
+                CudaWeight w = (CudaWeight) gw;
+                assertTrue(w.kernels.x16() && w.fastGemv, kind + ": expert_gemv_x16 must take it (rowBytes " + w.rowBytes + ")");
+                for (int n : new int[] {1, 3}) {
+                    MoeRouting cr = cpu.allocateRouting(n, experts, topK), gr = gpu.allocateRouting(n, experts, topK);
+                    float[] logits = halves(r, n * experts, 2);
+                    cpu.route(put(cpu, logits, n, experts), true, cr);
+                    gpu.route(put(gpu, logits, n, experts), true, gr);
+                    for (boolean perSlot : new boolean[] {false, true}) {
+                        int xr = perSlot ? n * topK : n;
+                        String what = kind + ", n " + n + (perSlot ? ", slot rows" : ", token rows");
+                        float[] x = halves(r, xr * cols, 1);
+                        Buffer exact = cpu.allocate("exact", n * topK, rows), rounded = cpu.allocate("rounded", n * topK, rows);
+                        cpu.expertMatmul(put(cpu, x, xr, cols), cw, cr, exact);
+                        cpu.expertMatmul(put(cpu, CudaMatmulTest.x16Rounded(x), xr, cols), cw, cr, rounded);
+                        CudaBuffer gx = (CudaBuffer) put(gpu, x, xr, cols);
+                        CudaBuffer fast = (CudaBuffer) gpu.allocate("fast", n * topK, rows), twin = (CudaBuffer) gpu.allocate("twin", n * topK, rows);
+                        gpu.expertMatmul(gx, gw, gr, fast);
+                        gpu.expertGemvRef(gx, w, (CudaRouting) gr, perSlot, twin);
+                        float[] f = gpu.read(fast), want = cpu.read(rounded), ex = cpu.read(exact);
+                        near(f, want, EXPERT_NMSE, what + ": x16 experts vs the product of the rounded x");
+                        near(gpu.read(twin), ex, EXPERT_NMSE, what + ": the twin vs the exact product");
+                        near(f, gpu.read(twin), Math.max(1e-12, 4 * nmse(want, ex)), what + ": x16 experts vs their twin");
+                    }
+                }
             }
         }
     }
@@ -217,7 +281,7 @@ class CudaHybridOpsTest {
                     gpu.route(put(gpu, logits, n, experts), true, gr);
                     float[] x = halves(r, n * h, 1);
                     Buffer ce = cpu.allocate("e", n * topK, in), ge = gpu.allocate("e", n * topK, in);
-                    cpu.expertMatmul(put(cpu, x, n, h), cu, cr, ce);
+                    cpu.expertMatmul(put(cpu, x16Input(gu, x), n, h), cu, cr, ce);
                     gpu.expertMatmul(put(gpu, x, n, h), gu, gr, ge);
                     near(gpu.read(ge), cpu.read(ce), EXPERT_NMSE, "W4A16 g" + group + " experts, n " + n);
                 }

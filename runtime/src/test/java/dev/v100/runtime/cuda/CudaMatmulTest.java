@@ -44,20 +44,9 @@ class CudaMatmulTest {
 
     record Shape(int rows, int cols, int tokens) {}
 
-    /**
-     * x as gemv_x16_* sees it (token rows of whole 32-element units): per 32-element unit, s = max |x| / 32767 and x16 = rint(x / s) (IEEE
-     * fp32 division and round-half-even, as the kernel), so x16 * s. A product with these in double is what the
-     * kernel computes up to fp32 sums; its distance from the exact product is the 16-bit rounding alone.
-     */
+    /** x as gemv_x16_* sees it: {@link dev.v100.kernels.ref.RefX16#rounded}. */
     static float[] x16Rounded(float[] x) {
-        float[] out = new float[x.length];
-        for (int u = 0; u < x.length; u += 32) {
-            float m = 0;
-            for (int i = u; i < u + 32; i++) m = Math.max(m, Math.abs(x[i]));
-            float s = m > 0 ? m / 32767f : 1f;
-            for (int i = u; i < u + 32; i++) out[i] = (float) Math.rint(x[i] / s) * s;
-        }
-        return out;
+        return dev.v100.kernels.ref.RefX16.rounded(x);
     }
 
     /** A random Q4_K weight on the device and its reference-decoded values [rows * cols]. */
@@ -272,6 +261,70 @@ class CudaMatmulTest {
     }
 
     /**
+     * siluMul, sigmoidMul and rmsNormGated write the 16-bit rows of their decode-row outputs (1, 3 and 8 rows) as
+     * they go: the x16 GEMV that follows is one launch, bit for bit the GEMV after gemv_x16_quantize of the same
+     * values (so the ops write exactly the quantizer's bytes).
+     */
+    @Test
+    void elementwiseOpsWriteTheX16RowsOfDecodeRows() {
+        try (CudaBackend b = backend("x16 from ops")) {
+            SplittableRandom rnd = new SplittableRandom(24);
+            int rows = 45, cols = 512, group = 128;
+            StoredMatrix m = RandomBlocks.matrix("blk.0.ssm_out.weight", GgmlType.Q8_0, rows, cols, 0.05, rnd);
+            CudaWeight w = (CudaWeight) b.weight(m.name(), GgmlType.Q8_0, new long[] {rows, cols}, m.data());
+            Weight norm = b.weight("blk.0.ssm_norm.weight", GgmlType.F32, new long[] {group}, CudaOpsTest.f32Bytes(halves(rnd, group, 1)));
+            for (int n : new int[] {1, 3, 8}) {
+                for (String op : new String[] {"siluMul", "sigmoidMul", "rmsNormGated"}) {
+                    Buffer a = b.allocate("a", n, cols), c = b.allocate("c", n, cols), out = b.allocate("out", n, cols);
+                    Buffer fused = b.allocate("fused", n, rows), plain = b.allocate("plain", n, rows);
+                    b.write(a, halves(rnd, n * cols, 1), 0);
+                    b.write(c, halves(rnd, n * cols, 1), 0);
+                    switch (op) {
+                        case "siluMul" -> b.siluMul(a, c, out);
+                        case "sigmoidMul" -> b.sigmoidMul(a, c, out);
+                        default -> b.rmsNormGated(a, c, norm, 1e-6f, out);
+                    }
+                    long before = b.device.issued();
+                    b.matmul(out, w, fused);
+                    assertEquals(1, b.device.issued() - before, op + ", " + n + " rows: the GEMV after it is one launch");
+                    b.write(out, b.read(out), 0);   // the same values: quantized again
+                    before = b.device.issued();
+                    b.matmul(out, w, plain);
+                    assertEquals(2, b.device.issued() - before, op + ", " + n + " rows: quantize + GEMV once x was rewritten");
+                    assertArrayEquals(b.read(plain), b.read(fused), op + ", " + n + " rows: the op's 16-bit rows vs gemv_x16_quantize's");
+                }
+            }
+        }
+    }
+
+    /**
+     * The 16-bit copy of x outlives launches that do not write x: a float GEMV of x into another buffer (an F32 router)
+     * and the routing; the x16 GEMV of x after them is one launch.
+     */
+    @Test
+    void x16CopyOutlivesFloatGemvAndRouting() {
+        try (CudaBackend b = backend("x16 kept")) {
+            SplittableRandom rnd = new SplittableRandom(25);
+            int cols = 256, experts = 16;
+            Q4K q = Q4K.random(b, "blk.0.ffn_gate_shexp.weight", 40, cols, rnd);
+            Weight router = b.weight("blk.0.ffn_gate_inp.weight", GgmlType.F32, new long[] {experts, cols},
+                    CudaOpsTest.f32Bytes(halves(rnd, experts * cols, 1)));
+            Weight norm = b.weight("blk.0.ffn_norm.weight", GgmlType.F32, new long[] {cols}, CudaOpsTest.f32Bytes(halves(rnd, cols, 1)));
+            Buffer x = b.allocate("x", 1, cols), xn = b.allocate("xn", 1, cols), logits = b.allocate("logits", 1, experts), y = b.allocate("y", 1, 40);
+            dev.v100.runtime.backend.MoeRouting routing = b.allocateRouting(1, experts, 4);
+            b.write(x, halves(rnd, cols, 1), 0);
+            b.rmsNorm(x, norm, cols, 1e-6f, xn);
+            b.matmul(xn, router, logits);
+            b.route(logits, true, routing);
+            long before = b.device.issued();
+            b.matmul(xn, q.w(), y);
+            assertEquals(1, b.device.issued() - before, "the x16 GEMV after the router's GEMV and the routing is one launch");
+            double e = nmse(b.read(y), reference(q.dense(), 40, cols, x16Rounded(b.read(xn)), 1));
+            assertTrue(e <= GEMV_NMSE, "NMSE " + e + " against the product of xn's rounded values");
+        }
+    }
+
+    /**
      * matmulEach of decode rows (1, 3) through weights of one x16 type is one gemv_x16_*_multi / gemv8_x16_*_multi
      * launch (after the quantize) whose outputs are bit for bit those of one GEMV each; a set of mixed types is one
      * matmul each.
@@ -283,7 +336,7 @@ class CudaMatmulTest {
             int cols = 512;
             int[] rows = {769, 3, 130};
             for (int n : new int[] {1, 3})
-            for (String kind : new String[] {"q4_K", "w4a16", "mixed"}) {
+            for (String kind : new String[] {"q4_K", "w4a16", "mixed", "x16 mixed"}) {
                 String what = kind + ", " + n + " token rows";
                 List<Weight> ws = new ArrayList<>();
                 List<Buffer> outs = new ArrayList<>(), singles = new ArrayList<>();
@@ -292,7 +345,7 @@ class CudaMatmulTest {
                         W4A16Layout.Geometry g = new W4A16Layout.Geometry(rows[i], cols, 128);
                         ws.add(b.w4a16Weight("blk.0.attn_q.weight", new long[] {rows[i], cols}, 128, 0, randomW4A16(g, rnd)));
                     } else {
-                        GgmlType t = kind.equals("mixed") && i == 1 ? GgmlType.Q8_0 : GgmlType.Q4_K;
+                        GgmlType t = i != 1 ? GgmlType.Q4_K : kind.equals("mixed") ? GgmlType.Q5_K : kind.equals("x16 mixed") ? GgmlType.Q8_0 : GgmlType.Q4_K;
                         ws.add(b.weight("blk.0.attn_q.weight", t, new long[] {rows[i], cols}, RandomBlocks.matrix("w", t, rows[i], cols, 0.05, rnd).data()));
                     }
                     outs.add(b.allocate("out" + i, n, rows[i]));
@@ -306,8 +359,9 @@ class CudaMatmulTest {
                 long before = b.device.issued();
                 b.matmulEach(xb, ws, outs);
                 long launches = b.device.issued() - before;
-                // mixed: Q4_K (quantize + GEMV), Q8_0 (GEMV: the copy is stale after it), Q4_K (quantize + GEMV)
-                assertEquals(kind.equals("mixed") ? 5 : 2, launches, what + ": launches of matmulEach");
+                // the two Q4_K in one launch, the odd one alone (first): mixed, Q5_K's float GEMV, then quantize + the Q4_K pair;
+                // x16 mixed, quantize + Q8_0's GEMV, then the Q4_K pair on the same copy of x
+                assertEquals(kind.contains("mixed") ? 3 : 2, launches, what + ": launches of matmulEach");
                 for (int i = 0; i < rows.length; i++) {
                     assertArrayEquals(b.read(singles.get(i)), b.read(outs.get(i)), what + ": output " + i + " of matmulEach vs its own matmul");
                 }
@@ -321,10 +375,12 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("x16 batch")) {
             SplittableRandom rnd = new SplittableRandom(22);
             int rows = 77, cols = 1024;
-            for (String kind : new String[] {"q4_K", "w4a16"}) {
+            for (String kind : new String[] {"q4_K", "w4a16", "q8_0", "q6_K"}) {
                 Weight w = kind.equals("w4a16")
                         ? b.w4a16Weight("blk.0.ffn_up.weight", new long[] {rows, cols}, 128, 0, randomW4A16(new W4A16Layout.Geometry(rows, cols, 128), rnd))
-                        : b.weight("blk.0.ffn_up.weight", GgmlType.Q4_K, new long[] {rows, cols}, RandomBlocks.matrix("w", GgmlType.Q4_K, rows, cols, 0.05, rnd).data());
+                        : b.weight("blk.0.ffn_up.weight", GgmlType.byName(kind), new long[] {rows, cols},
+                                RandomBlocks.matrix("w", GgmlType.byName(kind), rows, cols, 0.05, rnd).data());
+                assertTrue(x16((CudaWeight) w, 8), kind + " runs the x16 GEMVs");
                 for (int n : new int[] {2, 5, 8}) {
                     Buffer x = b.allocate("x", n, cols), batch = b.allocate("batch", n, rows), alone = b.allocate("alone", n, rows);
                     b.write(x, halves(rnd, n * cols, 1), 0);
@@ -342,7 +398,7 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("matmulAdd")) {
             SplittableRandom rnd = new SplittableRandom(20);
             int rows = 130, cols = 512;
-            for (String kind : new String[] {"q4_K", "w4a16", "q8_0"}) {
+            for (String kind : new String[] {"q4_K", "w4a16", "q8_0", "q5_K"}) {
                 Weight w = kind.equals("w4a16")
                         ? b.w4a16Weight("blk.0.ffn_down.weight", new long[] {rows, cols}, 128, 0, randomW4A16(new W4A16Layout.Geometry(rows, cols, 128), rnd))
                         : b.weight("blk.0.ffn_down.weight", GgmlType.byName(kind), new long[] {rows, cols},
@@ -376,6 +432,39 @@ class CudaMatmulTest {
                 b.gemv((CudaBuffer) xb, w, (CudaBuffer) y);
                 float[] got = b.read(y);
                 for (int r = 0; r < rows; r++) assertTrue(Float.isNaN(got[r]), "x[77] = " + bad + ": y[" + r + "] = " + got[r]);
+            }
+        }
+    }
+
+    /**
+     * The x16 GEMVs of Q8_0 and Q6_K take rows that are only 2-byte aligned (17 Q8_0 blocks: 578 bytes; 20 Q6_K
+     * super-blocks: 4200 bytes), and x at any 4-byte address (they read the 16-bit copy); against the twin as above.
+     */
+    @Test
+    void x16TakesTwoByteAlignedRowsAndUnalignedX() {
+        try (CudaBackend b = backend("x16 2-byte rows")) {
+            SplittableRandom rnd = new SplittableRandom(23);
+            for (GgmlType t : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q6_K}) {
+                int cols = t == GgmlType.Q8_0 ? 544 : 5120;
+                for (int n : new int[] {1, 3, 8}) {
+                    int rows = 45;
+                    StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_down.weight", t, rows, cols, 0.05, rnd);
+                    float[] dense = new float[rows * cols];
+                    for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(t, m.data(), cols, r, dense, r * cols);
+                    CudaWeight w = (CudaWeight) b.weight(m.name(), t, new long[] {rows, cols}, m.data());
+                    assertNotEquals(0, w.rowBytes % 16, t + ": a row that is not a 16-byte multiple");
+                    checkTwins(b, w, dense, rows, cols, n, rnd, t + " " + rows + " x " + cols + ", " + n + " rows");
+                    // x one float past a 16-byte boundary: the same products
+                    float[] x = halves(rnd, n * cols + 1, 1);
+                    Buffer wide = b.allocate("x+1", 1, n * cols + 1), y = b.allocate("y", n, rows);
+                    b.write(wide, x, 0);
+                    CudaBuffer shifted = new CudaBuffer(b, "x", ((CudaBuffer) wide).address + 4, n, cols);
+                    assertTrue(CudaBackend.fastGemvTakes(shifted, w), t + ": x at " + shifted.address % 16 + " past 16 bytes");
+                    b.gemv(shifted, w, (CudaBuffer) y);
+                    float[] want = reference(dense, rows, cols, x16Rounded(Arrays.copyOfRange(x, 1, n * cols + 1)), n);
+                    double e = nmse(b.read(y), want);
+                    assertTrue(e <= GEMV_NMSE, t + ", x 4 bytes past 16: NMSE " + e);
+                }
             }
         }
     }
