@@ -292,15 +292,19 @@ __device__ __forceinline__ void gemv_x16_rows_out(float (*acc)[R], int n, i64 r0
 // (64 threads is a multiple of the items per super-block).
 // NT token rows at most (n of them): the weights are read once, each token row's x16 against them; token row
 // t's sums are exactly those of the same GEMV of that row alone (the same order: a batch decodes as each alone).
-template <class Q, int R, int NT>
+// TPR: threads a row group shares (all 64, or for short rows 8..32: the block then holds 64 / TPR groups of R rows,
+// r0 the first group's; a multiple of the items per super-block, so an item's place depends on its lane alone).
+template <class Q, int R, int NT, int TPR = GEMV_X16_THREADS>
 __device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned char* xq, int n, float* y, int rows, i64 r0,
                                               const float* addTo, float scale) {
-    int tid = threadIdx.x;
+    static_assert(TPR == GEMV_X16_THREADS || (TPR >= 8 && TPR <= 32 && (TPR & (TPR - 1)) == 0), "a row group is the block or part of a warp");
+    int tid = TPR == GEMV_X16_THREADS ? (int) threadIdx.x : (int) threadIdx.x % TPR;
+    if (TPR < GEMV_X16_THREADS) r0 += (i64) (threadIdx.x / TPR) * R;
     int items = w.cols >> Q::SHIFT;
     i64 xStride = x16_row_bytes(w.cols);
     float acc[NT][R] = {};
     auto row = [&](int rr) { return min(r0 + rr, (i64) rows - 1); };
-    for (int it = tid; it < items; it += GEMV_X16_THREADS) {
+    for (int it = tid; it < items; it += TPR) {
         if (NT == 1 && Q::INLINE) {
             // one token row: each weight row decoded where it is used (fewer live registers: measured faster on Q4_K)
             typename Q::X x = Q::x(xq, w.cols, it, tid);
@@ -320,7 +324,22 @@ __device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned cha
             }
         }
     }
-    gemv_x16_rows_out<R, NT>(acc, n, r0, rows, y, addTo, scale);
+    if (TPR == GEMV_X16_THREADS) {
+        gemv_x16_rows_out<R, NT>(acc, n, r0, rows, y, addTo, scale);
+    } else {   // each group's sums over its TPR lanes (shuffles of whole warps)
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            if (t >= n) break;
+#pragma unroll
+            for (int rr = 0; rr < R; rr++) {
+                float v = acc[t][rr];
+#pragma unroll
+                for (int o = TPR / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+                i64 r = r0 + rr;
+                if (tid == 0 && r < rows) y[(i64) t * rows + r] = addTo ? addTo[(i64) t * rows + r] + scale * v : v;
+            }
+        }
+    }
 }
 
 // signed codes q (bytes) times x16's unsigned low bytes
@@ -813,27 +832,35 @@ __device__ __forceinline__ void expert_gemv_impl(const WView& w, const float* x,
                                                     int rowsPerExpert, float* out) {                                      \
         expert_gemv_impl<T>(WEIGHT_VIEW, x, perSlot, topK, ids, rowsPerExpert, out);                                      \
     }
-// The same with x in 16 bits (x16 types): gemv_x16_impl over the routed expert's rows; grid (row blocks of
-// GEMV_X16_ROWS, slots), GEMV_X16_THREADS threads; xq the x16 of x's rows (slots when perSlot, else tokens).
-template <class Q>
-__device__ __forceinline__ void expert_gemv_x16_impl(WView w, const unsigned char* xq, int perSlot, int topK, const int* ids, int rowsPerExpert,
-                                                     float* out) {
+// The same with x in 16 bits (x16 types), for one or more stacks of one x (gate and up) in one launch: part z of
+// the table (GemvPart: rows = rows per expert, y = its out [slots, rows]) on grid z; grid (row blocks, slots, parts);
+// gemv_x16_impl over the routed expert's rows, xq the x16 of x's rows (slots when perSlot, else tokens).
+// expert_gemv_x16_: 64 threads a row group (GEMV_X16_ROWS rows a block); expert_gemv_x16s_, for short rows (at
+// most GEMV_X16_SHORT_TPR * 2 items, KernelCatalog.expertShortRows): GEMV_X16_SHORT_TPR threads a row group,
+// GEMV_X16_THREADS / GEMV_X16_SHORT_TPR groups a block (a 512-column Q8_0 row is 16 items: 48 of 64 threads idle otherwise).
+#define GEMV_X16_SHORT_TPR 16
+template <class Q, int TPR>
+__device__ __forceinline__ void expert_gemv_x16_impl(const GemvPart* parts, int cols, const unsigned char* xq, int perSlot, int topK, const int* ids) {
+    const GemvPart& p = parts[blockIdx.z];
+    const int RB = GEMV_X16_ROWS * (GEMV_X16_THREADS / TPR);   // rows a block
+    if ((i64) blockIdx.x * RB >= p.rows) return;   // the grid of a part with more rows
     int slot = blockIdx.y;
     int xr = perSlot ? slot : slot / topK;
-    i64 first = (i64) ids[slot] * rowsPerExpert;   // the expert's first row of the stack
-    w.data += first * w.rowBytes;
-    if (w.scales) {
-        w.scales += first * w.groups;
-        w.zeros += first * w.groups;
-    }
-    gemv_x16_impl<Q, GEMV_X16_ROWS, 1>(w, xq + xr * x16_row_bytes(w.cols), 1, out + (i64) slot * rowsPerExpert, rowsPerExpert,
-                                       (i64) blockIdx.x * GEMV_X16_ROWS, nullptr, 1.f);
+    i64 first = (i64) ids[slot] * p.rows;   // the expert's first row of the stack
+    WView w{p.data + first * p.rowBytes, p.rowBytes, cols, p.groups, p.groupShift, p.scales ? p.scales + first * p.groups : nullptr,
+            p.zeros ? p.zeros + first * p.groups : nullptr};
+    gemv_x16_impl<Q, GEMV_X16_ROWS, 1, TPR>(w, xq + xr * x16_row_bytes(cols), 1, p.y + (i64) slot * p.rows, p.rows, (i64) blockIdx.x * RB,
+                                            nullptr, 1.f);
 }
 
 #define EXPERT_GEMV_X16(SUFFIX, ITEM)                                                                                     \
-    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) expert_gemv_x16_##SUFFIX(WEIGHT_PARAMS, const unsigned char* xq, \
-            int perSlot, int topK, const int* ids, int rowsPerExpert, float* out) {                                       \
-        expert_gemv_x16_impl<ITEM>(WEIGHT_VIEW, xq, perSlot, topK, ids, rowsPerExpert, out);                               \
+    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) expert_gemv_x16_##SUFFIX(const GemvPart* parts, int cols, \
+            const unsigned char* xq, int perSlot, int topK, const int* ids) {                                             \
+        expert_gemv_x16_impl<ITEM, GEMV_X16_THREADS>(parts, cols, xq, perSlot, topK, ids);                                 \
+    }                                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) expert_gemv_x16s_##SUFFIX(const GemvPart* parts, int cols, \
+            const unsigned char* xq, int perSlot, int topK, const int* ids) {                                             \
+        expert_gemv_x16_impl<ITEM, GEMV_X16_SHORT_TPR>(parts, cols, xq, perSlot, topK, ids);                               \
     }
 EXPERT_GEMV_X16(q8_0, Q8_0Item)
 EXPERT_GEMV_X16(q4_K, Q4kItem)

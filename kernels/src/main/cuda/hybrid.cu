@@ -124,6 +124,71 @@ extern "C" __global__ void delta_gates(const float* alpha, const float* beta, co
     }
 }
 
+// The Gated DeltaNet's input stage of one sequence in one launch, the arithmetic of causal_conv1d, copy_columns,
+// l2norm and delta_gates one by one (so bit for bit): qkv [n, 2 qk + vCols] convolved in place (kernel [C, K]
+// fp32 or fp16, state as causal_conv1d); its columns [0, qk) into q [n, qk] and [qk, 2 qk) into k, each l2-normed
+// per group of dk (a block per group, one element per thread as l2norm's launch: blockDim = dk rounded up to 32);
+// [2 qk, C) into v [n, vCols] (blocks of blockDim channels); the last block runs delta_gates on alpha, beta
+// [n, heads] in place. grid: 2 qk / dk + ceil(vCols / blockDim) + 1.
+extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, const float* wF32, const h16* wF16, int kernel, float* state, int dk,
+                                      float eps, float* q, float* k, float* v, float* alpha, float* beta, const float* aLog, const float* dtBias,
+                                      int heads) {
+    __shared__ float red[32];
+    int channels = 2 * qk + vCols, qkBlocks = 2 * qk / dk, vBlocks = (vCols + blockDim.x - 1) / blockDim.x;
+    int b = blockIdx.x, tid = threadIdx.x;
+    if (b == qkBlocks + vBlocks) {   // delta_gates
+        for (i64 i = tid; i < (i64) n * heads; i += blockDim.x) {
+            int h = (int) (i % heads);
+            float a = alpha[i] + dtBias[h];
+            float sp = a > 20.f ? a : log1pf(expf(a));
+            float bt = beta[i];
+            alpha[i] = -expf(aLog[h]) * sp;
+            beta[i] = sigmoidf(bt);
+        }
+        return;
+    }
+    bool norm = b < qkBlocks;
+    int c = norm ? b * dk + tid : 2 * qk + (b - qkBlocks) * blockDim.x + tid;   // this thread's channel
+    bool on = norm ? tid < dk : c < channels;
+    int hist = kernel - 1;
+    float w[CONV_MAX_KERNEL], win[CONV_MAX_KERNEL];
+#pragma unroll
+    for (int j = 0; j < CONV_MAX_KERNEL; j++) {
+        w[j] = on && j < kernel ? (wF32 != nullptr ? wF32[(i64) c * kernel + j] : h2f(wF16[(i64) c * kernel + j])) : 0.f;
+        win[j] = on && j < hist ? state[(i64) c * hist + j] : 0.f;
+    }
+    for (int t = 0; t < n; t++) {
+        float y = 0.f;
+        if (on) {
+            float xi = qkv[(i64) t * channels + c];
+            float acc = w[hist] * xi;   // as causal_conv1d
+#pragma unroll
+            for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
+                if (j < hist) acc += w[j] * win[j];
+            y = acc * sigmoidf(acc);
+            qkv[(i64) t * channels + c] = y;
+#pragma unroll
+            for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
+                if (j + 1 < hist) win[j] = win[j + 1];
+            if (hist > 0) win[hist - 1] = xi;
+        }
+        if (norm) {   // as l2norm: one element per thread
+            float ss = 0.f;
+            if (on) ss += y * y;
+            ss = block_sum(ss, red);
+            float inv = 1.f / sqrtf(ss + eps);
+            if (on) {
+                float* dst = c < qk ? q + (i64) t * qk + c : k + (i64) t * qk + (c - qk);
+                *dst = y * inv;
+            }
+        } else if (on) {
+            v[(i64) t * vCols + (c - 2 * qk)] = y;
+        }
+    }
+    if (on)
+        for (int j = 0; j < hist; j++) state[(i64) c * hist + j] = win[j];
+}
+
 // The gated delta rule, rows in order; grid (value head h, group of 32 state columns), GDN_RULE_WARPS warps a
 // block: lane l owns column j = 32 blockIdx.y + l, warp w the rows i = w, w + GDN_RULE_WARPS, ... of S [dk, dv]
 // (fp32, head h), kept in registers from the first row to the last (the state is read once and written once):
@@ -258,6 +323,28 @@ extern "C" __global__ void moe_combine(const float* expertOut, const float* weig
         float acc = 0.f;
         for (int s = 0; s < topK; s++) acc += weights[t * topK + s] * expertOut[(t * topK + s) * cols + c];
         out[i] = acc;
+    }
+}
+
+// The end of a MoE block added into the residual: acc[t, c] += (sum_s weights[t*topK + s] expertOut[t*topK + s, c]
+// + g_t shared[t, c]), g_t = sigmoid(gateIn[t, :] . gate) (1 without a gate; shared may be null): moe_combine,
+// sigmoid_gate_rows and two add_scaled in one launch, the same arithmetic in the same order (so bit for bit).
+// grid (rows, column chunks), blockDim as sigmoid_gate_rows' (the same dot); each block computes its row's g_t.
+extern "C" __global__ void moe_output(const float* expertOut, const float* weights, int topK, int cols, const float* shared,
+                                      const float* gateIn, const float* gate, int h, float* acc) {
+    __shared__ float red[32];
+    i64 t = blockIdx.x;
+    float g = 1.f;
+    if (gate) {
+        float d = 0.f;
+        for (int i = threadIdx.x; i < h; i += blockDim.x) d += gateIn[t * h + i] * gate[i];
+        g = sigmoidf(block_sum(d, red));
+    }
+    for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < cols; c += gridDim.y * blockDim.x) {
+        float e = 0.f;
+        for (int s = 0; s < topK; s++) e += weights[t * topK + s] * expertOut[(t * topK + s) * cols + c];
+        if (shared) e = __fadd_rn(e, __fmul_rn(shared[t * cols + c], g));   // rounded as two ops (no FMA), as the ops one by one
+        acc[t * cols + c] = __fadd_rn(acc[t * cols + c], e);
     }
 }
 

@@ -50,6 +50,8 @@ public final class KernelCatalog {
      */
     public static final int GEMV_MULTI_MAX_PARTS = 4;
     public static final int GEMV_PART_BYTES = 56;
+    /** expert_gemv_x16s_*: threads per row group for short rows (gemv.cu GEMV_X16_SHORT_TPR). */
+    public static final int GEMV_X16_SHORT_TPR = 16;
     /** gemv_x16_quantize: threads per block (a warp per 32-element unit of x). */
     public static final int GEMV_X16_QUANTIZE_THREADS = 128;
     public static final int GEMV8_ROWS_PER_BLOCK = 16;   // 4 warps x GEMV8_ROWS_PER_WARP (gemv.cu)
@@ -139,10 +141,13 @@ public final class KernelCatalog {
         add("logits", "argmax_rows", ew, 0);
         for (String t : allWeightSuffixes()) {
             add("gemv", "expert_gemv_" + t, GEMV_THREADS, 0);
-            if (gemvX16(t)) add("gemv", "expert_gemv_x16_" + t, GEMV_X16_THREADS, 0);
+            if (gemvX16(t)) {
+                add("gemv", "expert_gemv_x16_" + t, GEMV_X16_THREADS, 0);
+                add("gemv", "expert_gemv_x16s_" + t, GEMV_X16_THREADS, 0);
+            }
         }
         for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates",
-                "moe_route", "moe_combine", "sigmoid_gate_rows", "gather_columns")) {
+                "moe_route", "moe_combine", "moe_output", "sigmoid_gate_rows", "gather_columns", "gdn_inputs")) {
             add("hybrid", k, ew, 0);
         }
         add("hybrid", "gated_delta_rule", GDN_RULE_THREADS, 0);
@@ -188,6 +193,21 @@ public final class KernelCatalog {
      */
     public static long gemvX16Bytes(long cols) {
         return (2 * cols + 4 * (cols / 32) + 4 * (cols / 16) + 15) & ~15L;
+    }
+
+    /** Elements of one x16 GEMV item (a thread's unit of work in a row, gemv.cu Q::SHIFT): 64 for Q6_K, else 32. */
+    public static int gemvX16ItemElems(String suffix) {
+        return suffix.equals("q6_K") ? 64 : 32;
+    }
+
+    /** Whether an expert stack of that type and width runs expert_gemv_x16s_* (rows of at most twice GEMV_X16_SHORT_TPR items). */
+    public static boolean expertShortRows(String suffix, long cols) {
+        return cols / gemvX16ItemElems(suffix) <= 2L * GEMV_X16_SHORT_TPR;
+    }
+
+    /** Rows of one block of expert_gemv_x16_* (short: expert_gemv_x16s_*). */
+    public static int expertX16RowsPerBlock(boolean shortRows) {
+        return GEMV_X16_ROWS * (shortRows ? GEMV_X16_THREADS / GEMV_X16_SHORT_TPR : 1);
     }
 
     /** The kernel-name suffix of a GGML type: gemv_x16_q4_K, expert_gemv_q8_0, ... */

@@ -50,7 +50,7 @@ class KernelSourceMirrorTest {
         Map<String, Integer> d = mirrors("gemv.cu", Map.of("GEMV_STAGED_ROWS", KernelCatalog.GEMV_STAGED_ROWS,
                 "GEMV_DIRECT_ROWS", KernelCatalog.GEMV_DIRECT_ROWS, "GEMV_X16_ROWS", KernelCatalog.GEMV_X16_ROWS,
                 "GEMV_THREADS", KernelCatalog.GEMV_THREADS, "GEMV_X16_THREADS", KernelCatalog.GEMV_X16_THREADS,
-                "GEMV_PART_BYTES", KernelCatalog.GEMV_PART_BYTES));
+                "GEMV_PART_BYTES", KernelCatalog.GEMV_PART_BYTES, "GEMV_X16_SHORT_TPR", KernelCatalog.GEMV_X16_SHORT_TPR));
         assertEquals(KernelCatalog.GEMV8_ROWS_PER_BLOCK, define(d, "GEMV8_ROWS_PER_WARP", "gemv.cu") * (KernelCatalog.GEMV_THREADS / 32));
 
         Map<String, Integer> planned = new HashMap<>();
@@ -98,5 +98,21 @@ class KernelSourceMirrorTest {
         Map<String, Integer> d = mirrors("hybrid.cu", Map.of("GDN_MAX_KEY_DIM", KernelCatalog.GDN_MAX_KEY_DIM, "CONV_MAX_KERNEL", KernelCatalog.CONV_MAX_KERNEL));
         assertEquals(KernelCatalog.GDN_RULE_THREADS, 32 * define(d, "GDN_RULE_WARPS", "hybrid.cu"), "gated_delta_rule's threads");
         assertEquals(0, KernelCatalog.GDN_MAX_KEY_DIM % define(d, "GDN_RULE_WARPS", "hybrid.cu"), "key rows split evenly over the warps");
+    }
+
+    /** KernelCatalog.gemvX16ItemElems (which expert kernel takes a stack) is each x16 type's item size in gemv.cu: 2^Q::SHIFT. */
+    @Test
+    void x16ItemSizesMirrorGemvCu() throws IOException {
+        String src = Files.readString(CUDA.resolve("gemv.cu"));
+        Matcher m = Pattern.compile("(?m)^GEMV_X16\\((\\w+), WT_\\w+, (\\w+),").matcher(src);
+        int found = 0;
+        while (m.find()) {
+            Matcher shift = Pattern.compile("struct " + m.group(2) + " \\{\\s+static const int SHIFT = (\\d+);").matcher(src);
+            assertTrue(shift.find(), "struct " + m.group(2) + " with its SHIFT in gemv.cu");
+            assertEquals(1 << Integer.parseInt(shift.group(1)), KernelCatalog.gemvX16ItemElems(m.group(1)), m.group(1) + ": elements of an item");
+            assertTrue(KernelCatalog.gemvX16(m.group(1)), m.group(1) + " is an x16 type in KernelCatalog");
+            found++;
+        }
+        assertEquals(KernelCatalog.allWeightSuffixes().stream().filter(KernelCatalog::gemvX16).count(), found, "GEMV_X16 types in gemv.cu");
     }
 }

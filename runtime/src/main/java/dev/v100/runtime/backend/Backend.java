@@ -241,6 +241,24 @@ public interface Backend extends AutoCloseable {
     void deltaGates(Buffer alpha, Buffer beta, Weight aLog, Weight dtBias, Buffer decayOut, Buffer betaOut);
 
     /**
+     * The Gated DeltaNet's input stage of one sequence: {@link #causalConv1d} of qkv [n, 2 qk + vCols] in place, its
+     * columns split into q, k [n, qk] and v [n, vCols] with q and k l2-normed per key head ({@link #l2Norm}, groups of
+     * keyHeadDim), and {@link #deltaGates} of alpha and beta in place. One op where a backend can fuse them; these
+     * ops one by one otherwise.
+     */
+    default void gdnInputs(Buffer qkv, Weight conv, LinearAttentionState state, int startPos, int keyHeadDim, float l2Eps, Buffer q, Buffer k,
+                           Buffer v, Buffer alpha, Buffer beta, Weight aLog, Weight dtBias) {
+        causalConv1d(qkv, conv, state, startPos, qkv);
+        int qk = q.cols();
+        copyColumns(qkv, 0, qk, qk, q);
+        copyColumns(qkv, qk, qk, qk, k);
+        copyColumns(qkv, 2 * qk, v.cols(), v.cols(), v);
+        l2Norm(q, keyHeadDim, l2Eps, q);
+        l2Norm(k, keyHeadDim, l2Eps, k);
+        deltaGates(alpha, beta, aLog, dtBias, alpha, beta);
+    }
+
+    /**
      * The gated delta rule (transformers' torch_recurrent_gated_delta_rule), rows in time order (row i at
      * position startPos + i). Value head h (of Hv = state.valueHeads) reads key head h / (Hv / Hk) and
      * owns the fp32 state S_h [dk, dv]; for every row, with q scaled by {@code scale}:
@@ -290,12 +308,33 @@ public interface Backend extends AutoCloseable {
      */
     void expertMatmul(Buffer x, Weight experts, MoeRouting routing, Buffer out);
 
+    /** outs[i] = expertMatmul of stack i on x (gate and up of one x): one op where a backend can fuse them. */
+    default void expertMatmulEach(Buffer x, java.util.List<Weight> experts, MoeRouting routing, java.util.List<Buffer> outs) {
+        if (experts.size() != outs.size()) throw new BackendException("expertMatmulEach: " + experts.size() + " stacks for " + outs.size() + " outputs");
+        for (int i = 0; i < experts.size(); i++) expertMatmul(x, experts.get(i), routing, outs.get(i));
+    }
+
     /**
      * {@code out[t] = sum_s weight(t, s) * expertOut[t*topK + s]} for t &lt; n = routing.tokens().
      *
      * @param expertOut [n*topK, cols]; out [n, cols]
      */
     void combineExperts(Buffer expertOut, MoeRouting routing, Buffer out);
+
+    /**
+     * The end of a MoE block added into the residual: acc += combineExperts(expertOut) + shared, shared first scaled
+     * per row by {@link #sigmoidGateRows}(gateInput, sharedGate) when sharedGate is given (shared may be null: no
+     * shared expert; it is scaled in place). scratch [tokens, acc.cols] is room (contents undefined after). One op
+     * where a backend can fuse them; these ops one by one otherwise.
+     */
+    default void addMoeOutput(Buffer expertOut, MoeRouting routing, Buffer shared, Buffer gateInput, Weight sharedGate, Buffer scratch, Buffer acc) {
+        combineExperts(expertOut, routing, scratch);
+        if (shared != null) {
+            if (sharedGate != null) sigmoidGateRows(gateInput, sharedGate, shared);
+            add(scratch, shared, 1f, scratch);
+        }
+        add(acc, scratch, 1f, acc);
+    }
 
     /**
      * {@code y[t, :] *= sigmoid(x[t, :] . gate)} for every row t (the shared expert's gate, from the

@@ -73,7 +73,7 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnCombine,
-            kAttnPrefill, kArgmax, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kGateRows, kGatherColumns, kX16Quantize;
+            kAttnPrefill, kArgmax, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -115,6 +115,8 @@ public final class CudaBackend implements Backend {
         kDeltaRule = device.kernel("gated_delta_rule");
         kRoute = device.kernel("moe_route");
         kCombine = device.kernel("moe_combine");
+        kMoeOutput = device.kernel("moe_output");
+        kGdnInputs = device.kernel("gdn_inputs");
         kGatherColumns = device.kernel("gather_columns");
         kGateRows = device.kernel("sigmoid_gate_rows");
     }
@@ -1059,6 +1061,44 @@ public final class CudaBackend implements Backend {
         checked("causalConv1d", ob);
     }
 
+    /** gdn_inputs: the conv, the q/k/v split, the l2 norms and the gates in one launch (bit for bit the ops one by one). */
+    @Override
+    public void gdnInputs(Buffer qkv, Weight conv, LinearAttentionState state, int startPos, int keyHeadDim, float l2Eps, Buffer q, Buffer k,
+                          Buffer v, Buffer alpha, Buffer beta, Weight aLog, Weight dtBias) {
+        CudaBuffer xb = buf(qkv), qb = buf(q), kb = buf(k), vb = buf(v), ab = buf(alpha), bb = buf(beta);
+        CudaWeight w = w(conv), al = w(aLog), dt = w(dtBias);
+        CudaLinearState s = linear(state);
+        int n = xb.rows, qk = qb.cols, kc = s.convKernel;
+        sameShape(qb, kb);
+        sameShape(ab, bb);
+        if (xb.cols != s.convChannels || xb.cols != 2 * qk + vb.cols || qb.rows != n || vb.rows != n || ab.rows != n || keyHeadDim < 1
+                || keyHeadDim > KernelCatalog.GDN_MAX_KEY_DIM || qk % keyHeadDim != 0 || w.vector != 0 || w.expertRows != 0 || w.rows != s.convChannels
+                || w.cols != kc || (w.type != GgmlType.F32 && w.type != GgmlType.F16) || al.vector == 0 || dt.vector == 0 || al.cols != ab.cols
+                || dt.cols != ab.cols) {
+            throw new BackendException("gdnInputs: " + xb + " with conv " + w + " (state of " + s.convChannels + " channels x kernel " + kc + ") into q "
+                    + qb + ", k " + kb + ", v " + vb + " (key heads of " + keyHeadDim + "), gates " + ab + ", " + bb + " with " + al + ", " + dt);
+        }
+        for (CudaBuffer o : new CudaBuffer[] {qb, kb, vb}) {
+            if (o.overlaps(xb)) throw new BackendException("gdnInputs: " + o + " shares storage with " + xb);
+        }
+        device.bind();
+        note(w);
+        note(al);
+        OpChecks.continuesAt("gdnInputs", "conv state", s.convTokens, startPos);
+        if (startPos == 0 && s.convBytes() > 0) {
+            Cuda.check(cuMemsetD32Async(s.conv, 0, s.convBytes() / 4, device.stream()), "cuMemsetD32Async", "resetting a conv state");
+        }
+        if (n > 0) {
+            int threads = Math.min(EW, (keyHeadDim + 31) / 32 * 32);   // as l2Norm launches a group
+            long blocks = 2L * qk / keyHeadDim + (vb.cols + threads - 1) / threads + 1;
+            device.launch(kGdnInputs).ptr(xb.address).i32(n).i32(qk).i32(vb.cols).ptr(w.type == GgmlType.F32 ? w.address : 0)
+                    .ptr(w.type == GgmlType.F16 ? w.address : 0).i32(kc).ptr(s.conv).i32(keyHeadDim).f32(l2Eps).ptr(qb.address).ptr(kb.address)
+                    .ptr(vb.address).ptr(ab.address).ptr(bb.address).ptr(al.vector).ptr(dt.vector).i32(ab.cols).go(blocks, 1, 1, threads, 0);
+        }
+        s.convTokens = startPos + n;
+        for (CudaBuffer o : new CudaBuffer[] {xb, qb, kb, vb, ab, bb}) checked("gdnInputs", o);
+    }
+
     @Override
     public void deltaGates(Buffer alpha, Buffer beta, Weight aLog, Weight dtBias, Buffer decayOut, Buffer betaOut) {
         CudaBuffer a = buf(alpha), b = buf(beta), d = buf(decayOut), bo = buf(betaOut);
@@ -1147,38 +1187,94 @@ public final class CudaBackend implements Backend {
 
     @Override
     public void expertMatmul(Buffer x, Weight experts, MoeRouting routing, Buffer out) {
-        CudaBuffer xb = buf(x), ob = buf(out);
-        CudaWeight w = w(experts);
+        expertMatmulEach(x, List.of(experts), routing, List.of(out));
+    }
+
+    /** outs[i] = the routed experts of stack i on x (gate and up): one launch for stacks of one x16 type and shape. */
+    @Override
+    public void expertMatmulEach(Buffer x, List<Weight> experts, MoeRouting routing, List<Buffer> outs) {
+        if (experts.size() != outs.size()) throw new BackendException("expertMatmulEach: " + experts.size() + " stacks for " + outs.size() + " outputs");
+        CudaBuffer xb = buf(x);
         CudaRouting r = routing(routing);
         int n = r.tokens, slots = n * r.topK;
         boolean perSlot = xb.rows == slots;
-        if (w.expertRows == 0 || w.rows / w.expertRows != r.numExperts || xb.cols != w.inputCols || ob.cols != w.expertRows || ob.rows != slots
-                || (xb.rows != n && !perSlot)) {
-            throw new BackendException("expertMatmul: " + xb + " @ " + w + "^T into " + ob + " for " + n + " tokens x top-" + r.topK + " of "
-                    + r.numExperts + " experts");
+        List<CudaWeight> ws = new ArrayList<>();
+        List<CudaBuffer> os = new ArrayList<>();
+        for (int i = 0; i < experts.size(); i++) {
+            CudaWeight w = w(experts.get(i));
+            CudaBuffer ob = buf(outs.get(i));
+            if (w.expertRows == 0 || w.rows / w.expertRows != r.numExperts || xb.cols != w.inputCols || ob.cols != w.expertRows || ob.rows != slots
+                    || (xb.rows != n && !perSlot)) {
+                throw new BackendException("expertMatmul: " + xb + " @ " + w + "^T into " + ob + " for " + n + " tokens x top-" + r.topK + " of "
+                        + r.numExperts + " experts");
+            }
+            ws.add(w);
+            os.add(ob);
         }
         if (slots == 0) return;
         device.bind();
-        note(w);
-        if (w.index != 0) {   // act-order: one gathered input row per slot, through its expert's index
-            xb = gathered(xb, w, r, perSlot);
-            perSlot = true;
-        }
-        if (w.kernels.x16() && w.fastGemv) {
-            expertGemvX16(xb, w, r, perSlot, ob);
+        for (CudaWeight w : ws) note(w);
+        CudaWeight w0 = ws.get(0);
+        boolean together = true;
+        for (CudaWeight w : ws) together &= w.kernels.x16() && w.fastGemv && w.index == 0 && w.kernelSuffix.equals(w0.kernelSuffix) && w.cols == w0.cols;
+        if (together) {
+            expertGemvX16(xb, ws, r, perSlot, os);
         } else {
-            expertGemvRef(xb, w, r, perSlot, ob);
+            for (int i = 0; i < ws.size(); i++) {
+                CudaWeight w = ws.get(i);
+                CudaBuffer xi = xb;
+                boolean ps = perSlot;
+                if (w.index != 0) {   // act-order: one gathered input row per slot, through its expert's index
+                    xi = gathered(xb, w, r, perSlot);
+                    ps = true;
+                }
+                if (w.kernels.x16() && w.fastGemv) expertGemvX16(xi, List.of(w), r, ps, List.of(os.get(i)));
+                else expertGemvRef(xi, w, r, ps, os.get(i));
+            }
         }
-        checked("expertMatmul " + w.name, ob);
+        for (int i = 0; i < ws.size(); i++) checked("expertMatmul " + ws.get(i).name, os.get(i));
     }
 
-    /** expert_gemv_x16_*: x's rows quantized to 16 bits (or their copy reused), a block per 2 rows of a slot's expert. */
-    void expertGemvX16(CudaBuffer x, CudaWeight w, CudaRouting r, boolean perSlot, CudaBuffer out) {
-        long q = x16Of(x, w.cols);
-        int per = KernelCatalog.GEMV_X16_ROWS;
-        w.params(device.launch(w.kernels.expertX16())).ptr(q).i32(perSlot ? 1 : 0).i32(r.topK).ptr(r.ids).i32((int) w.expertRows).ptr(out.address)
-                .go((w.expertRows + per - 1) / per, r.tokens * r.topK, 1, KernelCatalog.GEMV_X16_THREADS, 0);
-        x16Read(x, q, List.of(out));
+    /** Device tables of expert_gemv_x16_* parts (GemvPart, rows = rows per expert), one per set of stacks and outputs. */
+    private final DeviceTables expertTables = new DeviceTables("a table of expert GEMV parts");
+
+    /**
+     * expert_gemv_x16_* (expert_gemv_x16s_* for short rows) of stacks of one x16 type and width on one x: x's rows quantized
+     * to 16 bits (or their copy reused), grid (row blocks, slots, stacks).
+     */
+    void expertGemvX16(CudaBuffer x, List<CudaWeight> ws, CudaRouting r, boolean perSlot, List<CudaBuffer> outs) {
+        List<Long> key = new ArrayList<>();
+        long maxRows = 0;
+        for (int i = 0; i < ws.size(); i++) {
+            key.add(ws.get(i).address);
+            key.add(outs.get(i).address);
+            maxRows = Math.max(maxRows, ws.get(i).expertRows);
+        }
+        long table = expertTables.get(key, () -> expertPartWords(ws, outs));   // (may upload: before the x16 copy's check)
+        CudaWeight w0 = ws.get(0);
+        long q = x16Of(x, w0.cols);
+        boolean shortRows = KernelCatalog.expertShortRows(w0.kernelSuffix, w0.cols);
+        int per = KernelCatalog.expertX16RowsPerBlock(shortRows);
+        device.launch(shortRows ? w0.kernels.expertX16Short() : w0.kernels.expertX16()).ptr(table).i32((int) w0.cols).ptr(q).i32(perSlot ? 1 : 0)
+                .i32(r.topK).ptr(r.ids).go((maxRows + per - 1) / per, r.tokens * r.topK, ws.size(), KernelCatalog.GEMV_X16_THREADS, 0);
+        x16Read(x, q, outs);
+    }
+
+    private static long[] expertPartWords(List<CudaWeight> ws, List<CudaBuffer> outs) {
+        int words = KernelCatalog.GEMV_PART_BYTES / 8;
+        long[] t = new long[words * ws.size()];
+        for (int i = 0; i < ws.size(); i++) {
+            CudaWeight w = ws.get(i);
+            int at = i * words;
+            t[at] = w.address;
+            t[at + 1] = w.rowBytes;
+            t[at + 2] = w.scales;
+            t[at + 3] = w.zeros;
+            t[at + 4] = outs.get(i).address;
+            t[at + 5] = (w.expertRows & 0xffffffffL) | ((long) w.groups << 32);   // rows (per expert), groups
+            t[at + 6] = w.groupShift & 0xffffffffL;                               // groupShift, blockStart (unused)
+        }
+        return t;
     }
 
     /** expert_gemv_*, the reference twin on fp32 x (and the path of the other types): a warp per row of a slot's expert. */
@@ -1200,6 +1296,26 @@ public final class CudaBackend implements Backend {
         if (n == 0) return;
         device.launch(kCombine).ptr(eb.address).ptr(r.weights).i32(r.tokens).i32(r.topK).i32(eb.cols).ptr(ob.address).go(blocks(n), 1, 1, EW, 0);
         checked("combineExperts", ob);
+    }
+
+    /** moe_output: the combine, the shared expert's gate and both adds in one launch (bit for bit the ops one by one). */
+    @Override
+    public void addMoeOutput(Buffer expertOut, MoeRouting routing, Buffer shared, Buffer gateInput, Weight sharedGate, Buffer scratch, Buffer acc) {
+        CudaBuffer eb = buf(expertOut), ab = buf(acc), sb = shared == null ? null : buf(shared), gi = gateInput == null ? null : buf(gateInput);
+        CudaRouting r = routing(routing);
+        CudaWeight g = sharedGate == null ? null : w(sharedGate);
+        if (eb.rows != r.tokens * r.topK || ab.rows != r.tokens || ab.cols != eb.cols || (sb != null && (sb.rows != ab.rows || sb.cols != ab.cols))
+                || (g != null && (sb == null || gi == null || g.vector == 0 || g.cols != gi.cols || gi.rows != ab.rows))) {
+            throw new BackendException("addMoeOutput: " + eb + " (top-" + r.topK + " of " + r.tokens + " tokens), shared " + sb + ", gate " + g + " over "
+                    + gi + " into " + ab);
+        }
+        device.bind();
+        if (g != null) note(g);
+        if (ab.rows == 0) return;
+        int chunks = (int) Math.min(64, (ab.cols + EW - 1) / EW);
+        device.launch(kMoeOutput).ptr(eb.address).ptr(r.weights).i32(r.topK).i32(ab.cols).ptr(sb == null ? 0 : sb.address).ptr(gi == null ? 0 : gi.address)
+                .ptr(g == null ? 0 : g.vector).i32(g == null ? 0 : (int) g.cols).ptr(ab.address).go(ab.rows, chunks, 1, EW, 0);
+        checked("addMoeOutput", ab);
     }
 
     @Override

@@ -147,6 +147,22 @@ final class MultiGpuBackend implements Backend {
     }
 
     @Override
+    public void gdnInputs(Buffer qkv, Weight conv, LinearAttentionState state, int startPos, int keyHeadDim, float l2Eps, Buffer q, Buffer k,
+                          Buffer v, Buffer alpha, Buffer beta, Weight aLog, Weight dtBias) {
+        group.post(rank, "gdnInputs", () -> inner.gdnInputs(qkv, conv, state, startPos, keyHeadDim, l2Eps, q, k, v, alpha, beta, aLog, dtBias));
+    }
+
+    @Override
+    public void expertMatmulEach(Buffer x, java.util.List<Weight> experts, MoeRouting routing, java.util.List<Buffer> outs) {
+        group.post(rank, "expertMatmulEach", () -> inner.expertMatmulEach(x, experts, routing, outs));
+    }
+
+    @Override
+    public void addMoeOutput(Buffer expertOut, MoeRouting routing, Buffer shared, Buffer gateInput, Weight sharedGate, Buffer scratch, Buffer acc) {
+        group.post(rank, "addMoeOutput", () -> inner.addMoeOutput(expertOut, routing, shared, gateInput, sharedGate, scratch, acc));
+    }
+
+    @Override
     public void ropePair(Buffer q, Buffer k, int headDim, Rope rope, int startPos) {
         group.post(rank, "ropePair", () -> inner.ropePair(q, k, headDim, rope, startPos));
     }

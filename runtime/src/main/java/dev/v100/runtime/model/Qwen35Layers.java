@@ -267,10 +267,11 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
             rs.trace.record(Trace.ATTN_RESIDUAL, layer, x);
             b.rmsNorm(x, w.ffnNorm, config.hiddenSize(), eps, xn);
             rs.trace.record(Trace.FFN_NORM, layer, xn);
-            if (w.moe != null) moe(rs, r, w.moe, layer, n);
-            else denseFfn(rs, r, w.ffn, layer, n);
+            if (w.moe != null) moe(rs, r, w.moe, layer, n, fuse);
+            else denseFfn(rs, r, w.ffn, layer, n, fuse);
             partials.add(proj);
         }
+        if (fuse) return;   // the FFN added into the residual itself
         collectives.allReduceSum(partials);
         for (RankShard rs : stage) {
             Rank r = ranks[rs.ppStage][rs.geo.tpRank()];
@@ -293,21 +294,17 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         tr.record(GDN_QKV, layer, qkv);
         tr.record(GDN_Z, layer, z);
         if (!rows.batched()) {
-            b.causalConv1d(qkv, w.conv, r.state(layer, rows.slot()), rows.startPos(), qkv);
+            b.gdnInputs(qkv, w.conv, r.state(layer, rows.slot()), rows.startPos(), g.keyHeadDim(), L2NORM_EPS, q, k, v, alpha, beta, w.aLog, w.dtBias);
         } else {   // each row its own sequence: its own conv window
-            for (int i = 0; i < n; i++) b.causalConv1d(qkv.slice(i, 1), w.conv, r.state(layer, rows.slotOf(i)), rows.positionOf(i), qkv.slice(i, 1));
+            for (int i = 0; i < n; i++) {
+                b.gdnInputs(qkv.slice(i, 1), w.conv, r.state(layer, rows.slotOf(i)), rows.positionOf(i), g.keyHeadDim(), L2NORM_EPS, q.slice(i, 1),
+                        k.slice(i, 1), v.slice(i, 1), alpha.slice(i, 1), beta.slice(i, 1), w.aLog, w.dtBias);
+            }
         }
         tr.record(GDN_CONV, layer, qkv);
-        int qkCols = q.cols();
-        b.copyColumns(qkv, 0, qkCols, qkCols, q);
-        b.copyColumns(qkv, qkCols, qkCols, qkCols, k);
-        b.copyColumns(qkv, 2 * qkCols, v.cols(), v.cols(), v);
-        b.l2Norm(q, g.keyHeadDim(), L2NORM_EPS, q);
-        b.l2Norm(k, g.keyHeadDim(), L2NORM_EPS, k);
         tr.record(GDN_Q, layer, q);
         tr.record(GDN_K, layer, k);
         tr.record(GDN_V, layer, v);
-        b.deltaGates(alpha, beta, w.aLog, w.dtBias, alpha, beta);
         tr.record(GDN_DECAY, layer, alpha);
         tr.record(GDN_BETA, layer, beta);
         if (!rows.batched()) {
@@ -349,7 +346,8 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         return att;
     }
 
-    private void denseFfn(RankShard rs, Rank r, Ffn w, int layer, int n) {
+    /** The dense FFN of one rank: its share of down into r.proj, or (fuse: one rank, no trace) added into the residual. */
+    private void denseFfn(RankShard rs, Rank r, Ffn w, int layer, int n, boolean fuse) {
         Backend b = rs.backend;
         Buffer xn = rs.xn.rows(n), g = r.fGate.rows(n), u = r.fUp.rows(n);
         b.matmulEach(xn, List.of(w.gate, w.up), List.of(g, u));
@@ -357,11 +355,15 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         rs.trace.record(Trace.FFN_UP, layer, u);
         b.siluMul(g, u, g);
         rs.trace.record(Trace.FFN_ACT, layer, g);
-        b.matmul(g, w.down, r.proj.rows(n));
+        if (fuse) b.matmulAdd(g, w.down, 1f, r.proj.rows(n), rs.x.rows(n));
+        else b.matmul(g, w.down, r.proj.rows(n));
     }
 
-    /** Routed experts plus the gated shared expert, this rank's intermediate slice of each, into r.proj. */
-    private void moe(RankShard rs, Rank r, Moe w, int layer, int n) {
+    /**
+     * Routed experts plus the gated shared expert, this rank's intermediate slice of each, into r.proj; or (fuse: one
+     * rank, no trace) added into the residual by one addMoeOutput.
+     */
+    private void moe(RankShard rs, Rank r, Moe w, int layer, int n, boolean fuse) {
         Backend b = rs.backend;
         Trace tr = rs.trace;
         ModelConfig.Moe m = config.moe();
@@ -374,14 +376,21 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         b.matmul(xn, w.router, router);
         tr.record(MOE_ROUTER, layer, router);
         b.route(router, m.normTopkProb(), r.routing);
-        b.expertMatmul(xn, w.gateExps, r.routing, eg);
-        b.expertMatmul(xn, w.upExps, r.routing, eu);
+        b.expertMatmulEach(xn, List.of(w.gateExps, w.upExps), r.routing, List.of(eg, eu));
         tr.record(MOE_GATE, layer, eg);
         tr.record(MOE_UP, layer, eu);
         b.siluMul(eg, eu, eg);
         tr.record(MOE_ACT, layer, eg);
         b.expertMatmul(eg, w.downExps, r.routing, ed);
         tr.record(MOE_DOWN, layer, ed);
+        if (fuse) {
+            if (w.gateShexp != null) {
+                b.siluMul(sg, su, sg);
+                b.matmul(sg, w.downShexp, so);
+            }
+            b.addMoeOutput(ed, r.routing, w.gateShexp != null ? so : null, xn, w.gateShexp != null ? w.sharedGate : null, proj, rs.x.rows(n));
+            return;
+        }
         b.combineExperts(ed, r.routing, proj);
         tr.record(MOE_EXPERTS, layer, proj);
         if (w.gateShexp == null) return;

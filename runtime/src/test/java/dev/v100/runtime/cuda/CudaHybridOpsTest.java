@@ -42,6 +42,12 @@ class CudaHybridOpsTest {
         return b.weight(name, GgmlType.F32, shape, s);
     }
 
+    static MemorySegment f16Bytes(float[] v) {
+        MemorySegment s = ARENA.allocate(2L * v.length, 64);
+        for (int i = 0; i < v.length; i++) s.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, Float.floatToFloat16(v[i]));
+        return s;
+    }
+
     static Buffer put(Backend b, float[] v, int rows, int cols) {
         Buffer x = b.allocate("t", rows, cols);
         b.write(x, v, 0);
@@ -207,7 +213,8 @@ class CudaHybridOpsTest {
     /**
      * expert_gemv_x16_* of every x16 type against the CPU reference on the 16-bit x (the product it computes) and
      * against its fp32-x twin expert_gemv_* (within 4x the distance the rounding alone makes): token rows and slot
-     * rows, Q8_0 rows that are 2-byte aligned only (17 blocks), a Q6_K row of 20 super-blocks (4200 bytes).
+     * rows, short rows (expert_gemv_x16s_) and long, Q8_0 rows that are 2-byte aligned only (17 and 65 blocks), a
+     * Q6_K row of 20 super-blocks (4200 bytes).
      */
     @Test
     void x16ExpertGemvMatchesItsTwin() {
@@ -215,12 +222,12 @@ class CudaHybridOpsTest {
         try (CudaBackend gpu = backend("hybrid-x16-experts")) {
             SplittableRandom r = new SplittableRandom(35);
             int experts = 7, topK = 3, rows = 37;
-            for (String kind : new String[] {"q8_0", "q4_K", "q6_K", "w4a16"}) {
-                int cols = switch (kind) {
-                    case "q8_0" -> 544;
-                    case "q6_K" -> 5120;
-                    default -> 512;
-                };
+            for (String kind : new String[] {"q8_0", "q4_K", "q6_K", "w4a16"})
+            for (int cols : switch (kind) {
+                case "q8_0" -> new int[] {544, 2080};
+                case "q6_K" -> new int[] {2048, 5120};
+                default -> new int[] {512, 2048};
+            }) {
                 long[] shape = {experts, rows, cols};
                 Weight cw, gw;
                 if (kind.equals("w4a16")) {
@@ -243,7 +250,8 @@ class CudaHybridOpsTest {
                     gpu.route(put(gpu, logits, n, experts), true, gr);
                     for (boolean perSlot : new boolean[] {false, true}) {
                         int xr = perSlot ? n * topK : n;
-                        String what = kind + ", n " + n + (perSlot ? ", slot rows" : ", token rows");
+                        String what = kind + " x " + cols + (dev.v100.kernels.cuda.KernelCatalog.expertShortRows(kind, cols) ? " (short rows)" : "")
+                                + ", n " + n + (perSlot ? ", slot rows" : ", token rows");
                         float[] x = halves(r, xr * cols, 1);
                         Buffer exact = cpu.allocate("exact", n * topK, rows), rounded = cpu.allocate("rounded", n * topK, rows);
                         cpu.expertMatmul(put(cpu, x, xr, cols), cw, cr, exact);
@@ -257,6 +265,101 @@ class CudaHybridOpsTest {
                         near(gpu.read(twin), ex, EXPERT_NMSE, what + ": the twin vs the exact product");
                         near(f, gpu.read(twin), Math.max(1e-12, 4 * nmse(want, ex)), what + ": x16 experts vs their twin");
                     }
+                }
+            }
+        }
+    }
+
+    /**
+     * gdnInputs (one launch) bit for bit as the ops one by one (conv, three column copies, two l2 norms, the gates): key
+     * head dims 128 and 48 (a block not a multiple of 32 wide), fp32 and fp16 conv kernels, 5 rows then 1 row (the conv
+     * state carried), and the states they leave.
+     */
+    @Test
+    void gdnInputsAreTheOpsOneByOne() {
+        try (CudaBackend gpu = backend("hybrid-gdn-inputs")) {
+            SplittableRandom r = new SplittableRandom(37);
+            for (int dk : new int[] {128, 48})
+            for (GgmlType ct : new GgmlType[] {GgmlType.F32, GgmlType.F16}) {
+                int hk = 2, hv = 4, dv = 64, kernel = 4, qk = hk * dk, vCols = hv * dv, channels = 2 * qk + vCols;
+                String what = "dk " + dk + ", " + ct + " conv";
+                float[] cw = halves(r, channels * kernel, 1);
+                Weight conv = ct == GgmlType.F32 ? f32(gpu, "blk.0.ssm_conv1d.weight", cw, channels, kernel)
+                        : gpu.weight("blk.0.ssm_conv1d.weight", GgmlType.F16, new long[] {channels, kernel}, f16Bytes(cw));
+                Weight aLog = f32(gpu, "blk.0.ssm_a", halves(r, hv, 1), hv), dt = f32(gpu, "blk.0.ssm_dt.bias", halves(r, hv, 1), hv);
+                LinearAttentionState fusedState = gpu.allocateLinearState(channels, kernel, hv, dk, dv);
+                LinearAttentionState plainState = gpu.allocateLinearState(channels, kernel, hv, dk, dv);
+                int pos = 0;
+                for (int n : new int[] {5, 1}) {
+                    float[] x = halves(r, n * channels, 1), a = halves(r, n * hv, 2), bt = halves(r, n * hv, 2);
+                    Buffer[] f = {put(gpu, x, n, channels), gpu.allocate("q", n, qk), gpu.allocate("k", n, qk), gpu.allocate("v", n, vCols),
+                            put(gpu, a, n, hv), put(gpu, bt, n, hv)};
+                    Buffer[] p = {put(gpu, x, n, channels), gpu.allocate("q", n, qk), gpu.allocate("k", n, qk), gpu.allocate("v", n, vCols),
+                            put(gpu, a, n, hv), put(gpu, bt, n, hv)};
+                    long before = gpu.device.issued();
+                    gpu.gdnInputs(f[0], conv, fusedState, pos, dk, 1e-6f, f[1], f[2], f[3], f[4], f[5], aLog, dt);
+                    assertEquals(pos == 0 ? 2 : 1, gpu.device.issued() - before, what + ": one launch (and the state's reset at position 0)");
+                    gpu.causalConv1d(p[0], conv, plainState, pos, p[0]);
+                    gpu.copyColumns(p[0], 0, qk, qk, p[1]);
+                    gpu.copyColumns(p[0], qk, qk, qk, p[2]);
+                    gpu.copyColumns(p[0], 2 * qk, vCols, vCols, p[3]);
+                    gpu.l2Norm(p[1], dk, 1e-6f, p[1]);
+                    gpu.l2Norm(p[2], dk, 1e-6f, p[2]);
+                    gpu.deltaGates(p[4], p[5], aLog, dt, p[4], p[5]);
+                    String[] names = {"qkv", "q", "k", "v", "decay", "beta"};
+                    for (int i = 0; i < 6; i++) assertArrayEquals(gpu.read(p[i]), gpu.read(f[i]), what + ", " + n + " rows at " + pos + ": " + names[i]);
+                    pos += n;
+                }
+            }
+        }
+    }
+
+    /**
+     * expertMatmulEach of two stacks (one launch on the GPU for x16 stacks) bit for bit as one expertMatmul each, and
+     * addMoeOutput (one launch) bit for bit as the ops one by one, with a gated shared expert, an ungated one, none.
+     */
+    @Test
+    void fusedMoeOpsAreTheOpsOneByOne() {
+        try (CudaBackend gpu = backend("hybrid-moe-fused")) {
+            SplittableRandom r = new SplittableRandom(36);
+            int experts = 6, topK = 2, h = 512, in = 256;
+            GgmlType t = GgmlType.Q8_0;
+            Weight[] stacks = new Weight[2];
+            for (int i = 0; i < 2; i++) {
+                StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up_exps.weight", t, (long) experts * in, h, 0.05, r);
+                stacks[i] = gpu.weight(m.name(), t, new long[] {experts, in, h}, m.data());
+            }
+            Weight gate = f32(gpu, "blk.0.ffn_gate_inp_shexp.weight", halves(r, h, 1), h);
+            for (int n : new int[] {1, 3}) {
+                MoeRouting routing = gpu.allocateRouting(n, experts, topK);
+                gpu.route(put(gpu, halves(r, n * experts, 2), n, experts), true, routing);
+                Buffer x = put(gpu, halves(r, n * h, 1), n, h);
+                Buffer[] each = {gpu.allocate("a", n * topK, in), gpu.allocate("b", n * topK, in)};
+                Buffer[] alone = {gpu.allocate("a1", n * topK, in), gpu.allocate("b1", n * topK, in)};
+                gpu.expertMatmulEach(x, java.util.List.of(stacks), routing, java.util.List.of(each));   // the first time uploads the parts' table
+                gpu.write(x, gpu.read(x), 0);   // the same x, quantized again
+                long before = gpu.device.issued();
+                gpu.expertMatmulEach(x, java.util.List.of(stacks), routing, java.util.List.of(each));
+                assertEquals(2, gpu.device.issued() - before, "expertMatmulEach of two Q8_0 stacks: quantize + one launch");
+                for (int i = 0; i < 2; i++) gpu.expertMatmul(x, stacks[i], routing, alone[i]);
+                for (int i = 0; i < 2; i++) assertArrayEquals(gpu.read(alone[i]), gpu.read(each[i]), "stack " + i + ", n " + n);
+
+                float[] ed = halves(r, n * topK * h, 1), shared = halves(r, n * h, 1), acc = halves(r, n * h, 2);
+                for (String variant : new String[] {"gated", "ungated", "no shared expert"}) {
+                    Buffer edb = put(gpu, ed, n * topK, h), s1 = put(gpu, shared, n, h), s2 = put(gpu, shared, n, h);
+                    Buffer fused = put(gpu, acc, n, h), oneByOne = put(gpu, acc, n, h), scratch = gpu.allocate("scratch", n, h);
+                    boolean hasShared = !variant.equals("no shared expert");
+                    Weight g = variant.equals("gated") ? gate : null;
+                    before = gpu.device.issued();
+                    gpu.addMoeOutput(edb, routing, hasShared ? s1 : null, x, g, scratch, fused);
+                    assertEquals(1, gpu.device.issued() - before, variant + ": addMoeOutput is one launch");
+                    gpu.combineExperts(edb, routing, scratch);
+                    if (hasShared) {
+                        if (g != null) gpu.sigmoidGateRows(x, g, s2);
+                        gpu.add(scratch, s2, 1f, scratch);
+                    }
+                    gpu.add(oneByOne, scratch, 1f, oneByOne);
+                    assertArrayEquals(gpu.read(oneByOne), gpu.read(fused), variant + ", n " + n + ": addMoeOutput vs the ops one by one");
                 }
             }
         }
