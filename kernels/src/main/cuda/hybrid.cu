@@ -81,6 +81,50 @@ extern "C" __global__ void rmsnorm_gated(const float* x, const float* z, const f
     }
 }
 
+// One channel's causal conv: its K weights (fp32 or fp16 kernel [C, K]) and the window of its last K - 1 inputs
+// (from the state [C, K - 1]), in registers; conv_step takes the next input xi and returns silu(conv).
+struct ConvChannel {
+    float w[CONV_MAX_KERNEL], win[CONV_MAX_KERNEL];
+    int hist;
+};
+__device__ __forceinline__ ConvChannel conv_load(int c, const float* wF32, const h16* wF16, int kernel, const float* state) {
+    ConvChannel ch;
+    ch.hist = kernel - 1;
+#pragma unroll
+    for (int j = 0; j < CONV_MAX_KERNEL; j++) {
+        ch.w[j] = j < kernel ? (wF32 != nullptr ? wF32[(i64) c * kernel + j] : h2f(wF16[(i64) c * kernel + j])) : 0.f;
+        ch.win[j] = j < ch.hist ? state[(i64) c * ch.hist + j] : 0.f;
+    }
+    return ch;
+}
+__device__ __forceinline__ float conv_step(ConvChannel& ch, float xi) {
+    int hist = ch.hist;
+    float acc = ch.w[hist] * xi;   // window slot hist is the current row
+#pragma unroll
+    for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
+        if (j < hist) acc += ch.w[j] * ch.win[j];
+#pragma unroll
+    for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
+        if (j + 1 < hist) ch.win[j] = ch.win[j + 1];
+    if (hist > 0) ch.win[hist - 1] = xi;
+    return acc * sigmoidf(acc);
+}
+__device__ __forceinline__ void conv_store(const ConvChannel& ch, int c, float* state) {
+    for (int j = 0; j < ch.hist; j++) state[(i64) c * ch.hist + j] = ch.win[j];
+}
+
+// decay = -exp(aLog[h]) * softplus(alpha + dtBias[h]) (torch softplus: linear above 20), beta = sigmoid(beta) of
+// element i of [n, heads]
+__device__ __forceinline__ void delta_gate(i64 i, int heads, const float* alpha, const float* beta, const float* aLog, const float* dtBias,
+                                           float* decayOut, float* betaOut) {
+    int h = (int) (i % heads);
+    float a = alpha[i] + dtBias[h];
+    float sp = a > 20.f ? a : log1pf(expf(a));
+    float b = beta[i];
+    decayOut[i] = -expf(aLog[h]) * sp;
+    betaOut[i] = sigmoidf(b);
+}
+
 // Causal depthwise conv1d + SiLU over x [n, C], one thread per channel walking its rows in order; the
 // window of the last K-1 inputs starts from the state and ends there. out may alias x (each input is
 // read before its row is written). kernel [C, K] fp32 (wF32) or fp16 (wF16), one of them null.
@@ -88,40 +132,16 @@ extern "C" __global__ void causal_conv1d(const float* x, int n, int channels, co
                                          float* state, float* out) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= channels) return;
-    int hist = kernel - 1;
-    float w[CONV_MAX_KERNEL], win[CONV_MAX_KERNEL];
-#pragma unroll
-    for (int j = 0; j < CONV_MAX_KERNEL; j++) {
-        w[j] = j < kernel ? (wF32 != nullptr ? wF32[(i64) c * kernel + j] : h2f(wF16[(i64) c * kernel + j])) : 0.f;
-        win[j] = j < hist ? state[(i64) c * hist + j] : 0.f;
-    }
-    for (int t = 0; t < n; t++) {
-        float xi = x[(i64) t * channels + c];
-        float acc = w[hist] * xi;   // window slot hist is the current row
-#pragma unroll
-        for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
-            if (j < hist) acc += w[j] * win[j];
-        out[(i64) t * channels + c] = acc * sigmoidf(acc);
-#pragma unroll
-        for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
-            if (j + 1 < hist) win[j] = win[j + 1];
-        if (hist > 0) win[hist - 1] = xi;
-    }
-    for (int j = 0; j < hist; j++) state[(i64) c * hist + j] = win[j];
+    ConvChannel ch = conv_load(c, wF32, wF16, kernel, state);
+    for (int t = 0; t < n; t++) out[(i64) t * channels + c] = conv_step(ch, x[(i64) t * channels + c]);
+    conv_store(ch, c, state);
 }
 
 // decay = -exp(aLog[h]) * softplus(alpha + dtBias[h]) (torch softplus: linear above 20), betaOut = sigmoid(beta),
 // elementwise over [n, heads]; outputs may alias the inputs
 extern "C" __global__ void delta_gates(const float* alpha, const float* beta, const float* aLog, const float* dtBias, float* decayOut,
                                        float* betaOut, int heads, i64 n) {
-    FOR_EACH(i, n) {
-        int h = (int) (i % heads);
-        float a = alpha[i] + dtBias[h];
-        float sp = a > 20.f ? a : log1pf(expf(a));
-        float b = beta[i];
-        decayOut[i] = -expf(aLog[h]) * sp;
-        betaOut[i] = sigmoidf(b);
-    }
+    FOR_EACH(i, n) delta_gate(i, heads, alpha, beta, aLog, dtBias, decayOut, betaOut);
 }
 
 // The Gated DeltaNet's input stage of one sequence in one launch, the arithmetic of causal_conv1d, copy_columns,
@@ -137,40 +157,19 @@ extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, cons
     int channels = 2 * qk + vCols, qkBlocks = 2 * qk / dk, vBlocks = (vCols + blockDim.x - 1) / blockDim.x;
     int b = blockIdx.x, tid = threadIdx.x;
     if (b == qkBlocks + vBlocks) {   // delta_gates
-        for (i64 i = tid; i < (i64) n * heads; i += blockDim.x) {
-            int h = (int) (i % heads);
-            float a = alpha[i] + dtBias[h];
-            float sp = a > 20.f ? a : log1pf(expf(a));
-            float bt = beta[i];
-            alpha[i] = -expf(aLog[h]) * sp;
-            beta[i] = sigmoidf(bt);
-        }
+        for (i64 i = tid; i < (i64) n * heads; i += blockDim.x) delta_gate(i, heads, alpha, beta, aLog, dtBias, alpha, beta);
         return;
     }
     bool norm = b < qkBlocks;
     int c = norm ? b * dk + tid : 2 * qk + (b - qkBlocks) * blockDim.x + tid;   // this thread's channel
     bool on = norm ? tid < dk : c < channels;
-    int hist = kernel - 1;
-    float w[CONV_MAX_KERNEL], win[CONV_MAX_KERNEL];
-#pragma unroll
-    for (int j = 0; j < CONV_MAX_KERNEL; j++) {
-        w[j] = on && j < kernel ? (wF32 != nullptr ? wF32[(i64) c * kernel + j] : h2f(wF16[(i64) c * kernel + j])) : 0.f;
-        win[j] = on && j < hist ? state[(i64) c * hist + j] : 0.f;
-    }
+    ConvChannel ch;
+    if (on) ch = conv_load(c, wF32, wF16, kernel, state);
     for (int t = 0; t < n; t++) {
         float y = 0.f;
         if (on) {
-            float xi = qkv[(i64) t * channels + c];
-            float acc = w[hist] * xi;   // as causal_conv1d
-#pragma unroll
-            for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
-                if (j < hist) acc += w[j] * win[j];
-            y = acc * sigmoidf(acc);
+            y = conv_step(ch, qkv[(i64) t * channels + c]);
             qkv[(i64) t * channels + c] = y;
-#pragma unroll
-            for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
-                if (j + 1 < hist) win[j] = win[j + 1];
-            if (hist > 0) win[hist - 1] = xi;
         }
         if (norm) {   // as l2norm: one element per thread
             float ss = 0.f;
@@ -185,8 +184,7 @@ extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, cons
             v[(i64) t * vCols + (c - 2 * qk)] = y;
         }
     }
-    if (on)
-        for (int j = 0; j < hist; j++) state[(i64) c * hist + j] = win[j];
+    if (on) conv_store(ch, c, state);
 }
 
 // The gated delta rule, rows in order; grid (value head h, group of 32 state columns), GDN_RULE_WARPS warps a

@@ -138,8 +138,13 @@ class CudaGoldenTest {
 
     /** The limits of a run with the prompt in chunks of that many tokens: the fixed ones, or what its emulation needs (once per case and chunk). */
     static Limits limits(GoldenCase c, int chunk) {
+        return limits(c, chunk, work);
+    }
+
+    /** As above, the case's tp-1 bundle converted under dir when not yet. */
+    static Limits limits(GoldenCase c, int chunk, Path dir) {
         return LIMITS.computeIfAbsent(c.id() + "/" + chunk, k -> {
-            Emulation e = Emulation.of(c, bundleFor(c, TP1), chunk);
+            Emulation e = Emulation.of(c, bundleFor(c, TP1, dir), chunk);
             return new Limits(Math.max(GoldenCompare.GPU_FP16_NMSE, EMULATION_SLACK * e.nmse), Math.max(FP16_MARGIN, EMULATION_MARGIN_FACTOR * e.maxAbs), e);
         });
     }

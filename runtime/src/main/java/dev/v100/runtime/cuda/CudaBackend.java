@@ -554,20 +554,29 @@ public final class CudaBackend implements Backend {
     }
 
     private static long[] gemvPartWords(List<CudaWeight> ws, List<CudaBuffer> outs) {
+        return partWords(ws, outs, false);
+    }
+
+    /**
+     * GemvPart entries (gemv.cu) of weights and their outputs: rows (per expert for expert stacks), and for the dense
+     * GEMV's parts each part's first block (ws.get(0)'s rows per block); the expert kernels take the part from grid z.
+     */
+    private static long[] partWords(List<CudaWeight> ws, List<CudaBuffer> outs, boolean experts) {
         int per = ws.get(0).kernels.gemvRows(), words = KernelCatalog.GEMV_PART_BYTES / 8;
         long[] t = new long[words * ws.size()];
         long start = 0;
         for (int i = 0; i < ws.size(); i++) {
             CudaWeight w = ws.get(i);
+            long rows = experts ? w.expertRows : w.rows;
             int at = i * words;
             t[at] = w.address;
             t[at + 1] = w.rowBytes;
             t[at + 2] = w.scales;
             t[at + 3] = w.zeros;
             t[at + 4] = outs.get(i).address;
-            t[at + 5] = (w.rows & 0xffffffffL) | ((long) w.groups << 32);      // rows, groups
-            t[at + 6] = (w.groupShift & 0xffffffffL) | (start << 32);          // groupShift, blockStart
-            start += (w.rows + per - 1) / per;
+            t[at + 5] = (rows & 0xffffffffL) | ((long) w.groups << 32);          // rows, groups
+            t[at + 6] = (w.groupShift & 0xffffffffL) | (start << 32);            // groupShift, blockStart
+            if (!experts) start += (rows + per - 1) / per;
         }
         return t;
     }
@@ -1250,7 +1259,7 @@ public final class CudaBackend implements Backend {
             key.add(outs.get(i).address);
             maxRows = Math.max(maxRows, ws.get(i).expertRows);
         }
-        long table = expertTables.get(key, () -> expertPartWords(ws, outs));   // (may upload: before the x16 copy's check)
+        long table = expertTables.get(key, () -> partWords(ws, outs, true));   // (may upload: before the x16 copy's check)
         CudaWeight w0 = ws.get(0);
         long q = x16Of(x, w0.cols);
         boolean shortRows = KernelCatalog.expertShortRows(w0.kernelSuffix, w0.cols);
@@ -1260,22 +1269,6 @@ public final class CudaBackend implements Backend {
         x16Read(x, q, outs);
     }
 
-    private static long[] expertPartWords(List<CudaWeight> ws, List<CudaBuffer> outs) {
-        int words = KernelCatalog.GEMV_PART_BYTES / 8;
-        long[] t = new long[words * ws.size()];
-        for (int i = 0; i < ws.size(); i++) {
-            CudaWeight w = ws.get(i);
-            int at = i * words;
-            t[at] = w.address;
-            t[at + 1] = w.rowBytes;
-            t[at + 2] = w.scales;
-            t[at + 3] = w.zeros;
-            t[at + 4] = outs.get(i).address;
-            t[at + 5] = (w.expertRows & 0xffffffffL) | ((long) w.groups << 32);   // rows (per expert), groups
-            t[at + 6] = w.groupShift & 0xffffffffL;                               // groupShift, blockStart (unused)
-        }
-        return t;
-    }
 
     /** expert_gemv_*, the reference twin on fp32 x (and the path of the other types): a warp per row of a slot's expert. */
     void expertGemvRef(CudaBuffer x, CudaWeight w, CudaRouting r, boolean perSlot, CudaBuffer out) {
