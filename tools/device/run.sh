@@ -6,7 +6,7 @@
 # A failing step does not stop the others; a table of all of them is printed last. Logs go to $OUT.
 #
 # Device tool: carry [".device"], command "bash tools/device/run.sh", timeout 600. Every step has its own
-# time limit (together under 10 minutes); STEPS="info tests golden kbench bench" selects steps (e.g. two
+# time limit (together under 10 minutes); STEPS="info tests golden kbench bench trace" selects steps (e.g. two
 # calls: STEPS="info tests golden", then STEPS="kbench bench hf"), BENCH_SETS="llama8B:Q4_K ..." the bench
 # bundles (GEOMETRY:TYPE, TYPE a ggml type or W4A16-gG; see BenchBundleMain), HF_GEOMETRY the geometry of
 # the transformers eager baseline (step hf: tools/device/hf_eager_bench.py on the same GPU).
@@ -38,7 +38,7 @@ declare -A rc secs notes
 # the bench bundles are written in the background while the tests run (the CPU is otherwise idle)
 declare -A writer
 # (one after another: each fills its tensors on every core)
-if [[ " $STEPS " == *" bench "* ]]; then
+if [[ " $STEPS " == *" bench "* || " $STEPS " == *" trace "* ]]; then
   (
     for set in $BENCH_SETS; do
       g=${set%%:*} t=${set#*:}
@@ -102,11 +102,29 @@ for s in $STEPS; do
         notes[bench-$g-$t]=$(grep -E "^\| decode batch 1" "$log" | cut -d'|' -f3 | xargs)
       done
       ;;
+    trace)
+      # the first bench set's decode under Nsight Systems, CUDA graphs traced node by node: each kernel's time
+      # inside the replayed graphs (bench's own profile times kernels alone, with launch overhead)
+      NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+      if [ -z "$NSYS" ]; then
+        echo "no nsys on this machine" > "$OUT/trace.txt"
+      else
+        set0=${BENCH_SETS%% *}
+        g=${set0%%:*} t=${set0#*:}
+        b=/tmp/v100-bench-$g-$t-tp1pp1
+        for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+        run_step trace 200 "$LOGS/trace.log" "$NSYS" profile --trace=cuda --cuda-graph-trace=node --force-overwrite=true -o /tmp/v100-trace \
+            "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
+        "$NSYS" stats --report cuda_gpu_kern_sum --format csv /tmp/v100-trace.nsys-rep > "$OUT/trace-kernels.csv" 2>> "$LOGS/trace.log"
+        head -40 "$OUT/trace-kernels.csv" > "$OUT/trace.txt"
+        notes[trace]="$g $t: $(wc -l < "$OUT/trace-kernels.csv") kernel names"
+      fi
+      ;;
     hf)
       run_step hf-eager 240 "$OUT/hf-eager-$HF_GEOMETRY.log" python3 tools/device/hf_eager_bench.py --geometry "$HF_GEOMETRY" --device cuda --dtype float16
       notes[hf-eager]=$(grep -E "^\| decode batch 1" "$OUT/hf-eager-$HF_GEOMETRY.log" | cut -d'|' -f3 | xargs)
       ;;
-    *) echo "unknown step $s (info tests golden kbench bench hf)" >&2 ;;
+    *) echo "unknown step $s (info tests golden kbench bench trace hf)" >&2 ;;
   esac
 done
 

@@ -269,10 +269,12 @@ extern "C" __global__ void moe_route(const float* logits, int n, int experts, in
     int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (t >= n) return;
     const float* l = logits + (i64) t * experts;
+    const int kmax = (experts + 31) >> 5;   // a lane's experts: the loops below stop there (8 of 32 for 256 experts)
     float p[ROUTE_PER_LANE];
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < ROUTE_PER_LANE; k++) {
+        if (k >= kmax) break;
         int e = lane + 32 * k;
         if (e < experts) mx = fmaxf(mx, l[e]);
     }
@@ -280,6 +282,7 @@ extern "C" __global__ void moe_route(const float* logits, int n, int experts, in
     float sum = 0.f;
 #pragma unroll
     for (int k = 0; k < ROUTE_PER_LANE; k++) {
+        if (k >= kmax) break;
         int e = lane + 32 * k;
         p[k] = e < experts ? expf(l[e] - mx) : -1.f;   // -1: no expert, or already taken
         if (e < experts) sum += p[k];
@@ -291,6 +294,7 @@ extern "C" __global__ void moe_route(const float* logits, int n, int experts, in
         int be = 0x7fffffff;
 #pragma unroll
         for (int k = 0; k < ROUTE_PER_LANE; k++) {
+            if (k >= kmax) break;
             if (p[k] > bp) { bp = p[k]; be = lane + 32 * k; }   // ascending ids: a tie keeps the lower
         }
 #pragma unroll
@@ -302,7 +306,7 @@ extern "C" __global__ void moe_route(const float* logits, int n, int experts, in
         if (be >= experts) { be = 0; bp = 0.f; }   // no probability left to take (NaN logits): a valid id, weight 0
 #pragma unroll
         for (int k = 0; k < ROUTE_PER_LANE; k++)
-            if (lane + 32 * k == be) p[k] = -1.f;
+            if (k < kmax && lane + 32 * k == be) p[k] = -1.f;
         if (lane == 0) {
             ids[t * topK + s] = be;
             weights[t * topK + s] = bp / sum;

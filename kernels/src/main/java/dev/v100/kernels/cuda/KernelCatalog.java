@@ -195,6 +195,15 @@ public final class KernelCatalog {
         return (2 * cols + 4 * (cols / 32) + 4 * (cols / 16) + 15) & ~15L;
     }
 
+    /**
+     * Whether the decode GEMV of the type runs its reference twin (gemv_ref_*, a warp per row) rather than gemv_*: F32,
+     * where the twin reads a large matrix as fast (kbench, 14336 x 4096 on the H200: 1710 vs 1730 GB/s) and gives a
+     * short one 4x the blocks (a MoE router of 256 rows: 64 blocks of 4 rows under the staged kernel).
+     */
+    public static boolean gemvPrefersTwin(String suffix) {
+        return suffix.equals("f32");
+    }
+
     /** Elements of one x16 GEMV item (a thread's unit of work in a row, gemv.cu Q::SHIFT): 64 for Q6_K, else 32. */
     public static int gemvX16ItemElems(String suffix) {
         return suffix.equals("q6_K") ? 64 : 32;

@@ -392,10 +392,10 @@ public final class CudaBackend implements Backend {
         checked("matmul " + wt.name, ob);
     }
 
-    /** The decode matmul: the fast GEMV where the weight and x allow it, else the reference twin. */
+    /** The decode matmul: the fast GEMV where the weight and x allow it (and the type does not prefer the twin), else the reference twin. */
     void gemv(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         long before = device.issued();
-        if (fastGemvTakes(x, w)) gemvFast(x, w, out);
+        if (fastGemvTakes(x, w) && !KernelCatalog.gemvPrefersTwin(w.kernelSuffix)) gemvFast(x, w, out);
         else gemvRef(x, w, out);
         x16Kept(before, out);
     }
