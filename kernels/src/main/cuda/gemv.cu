@@ -246,6 +246,8 @@ __device__ __forceinline__ void gemv_direct_impl(const WView& w, const float* __
 // gemv_x16_q4_K: resident blocks a multiprocessor must fit (at most 56 registers: the batch-ready layout otherwise
 // takes 64, and the 56-register form measured 72 vs 75.5 us an 8B layer in the lab)
 #define GEMV_X16_Q4K_MIN_BLOCKS 18
+// gemv_x16_q4_K_multi: at most 64 registers (NVRTC 12.9's sm_70 allocation otherwise chose 56 and spilled)
+#define GEMV_X16_MULTI_MIN_BLOCKS 16
 
 struct X16 {
     const signed char* hi;
@@ -271,6 +273,12 @@ extern "C" __global__ void gemv_x16_quantize(const float* __restrict__ x, int K,
 
 __device__ __forceinline__ int dp4_hi(unsigned q, unsigned hi, int c) { return __dp4a((int) q, (int) hi, c); }   // q in 0..15
 __device__ __forceinline__ int dp4_lo(unsigned q, unsigned lo, int c) { return (int) __dp4a(q, lo, (unsigned) c); }
+// unsigned codes up to 255 (a 4-bit code left in its high nibble: 16 q) times x16's signed high bytes
+__device__ __forceinline__ int dp4_uhi(unsigned q, unsigned hi, int c) {
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(q), "r"(hi), "r"(c));
+    return d;
+}
 __device__ __forceinline__ uint4 ldg16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
 // The block's sums of n token rows (acc[t], NT at most) -> y [n, rows], or addTo + scale * sum (as above)
@@ -365,8 +373,8 @@ __device__ __forceinline__ void ld16_aligned2(const unsigned char* p, unsigned* 
 
 // Q4_K: an item is 16 stored bytes, qs bytes 32 jj + 16 h .. + 16 of super-block it / 8 (jj = (it / 2) % 4,
 // h = it % 2); their low nibbles are elements 16h.. of sub-block 2jj (unit A), the high ones of sub-block
-// 2jj + 1 (unit B), so v & 0x0F0F0F0F and (v >> 4) & 0x0F0F0F0F of word k meet x16's bytes 4k.. of the two
-// units as they are.
+// 2jj + 1 (unit B), so v & 0x0F0F0F0F and v & 0xF0F0F0F0 (16 times the codes) of word k meet x16's bytes 4k..
+// of the two units as they are.
 struct Q4kX {   // one token row: elements 16h.. of units uA and uA + 1 (hi and lo bytes), their scales and sums
     unsigned hA[4], lA[4], hB[4], lB[4];
     float sA, sB, qA, qB;
@@ -379,7 +387,8 @@ __device__ __forceinline__ Q4kX q4k_x(const unsigned char* xq, int K, int uA, in
                 __ldg(x.scale + uA), __ldg(x.scale + uA + 1), __ldg(x.sum16 + 2 * uA + h), __ldg(x.sum16 + 2 * uA + 2 + h)};
 }
 
-// One weight row's item: its codes as v & 0x0F0F0F0F (lo, unit A) and (v >> 4) & 0x0F0F0F0F (hi, unit B),
+// One weight row's item: its codes as v & 0x0F0F0F0F (lo, unit A) and v & 0xF0F0F0F0 (hi: 16 times unit B's codes,
+// left in place: the sums are 16 times the codes' and are shifted back exactly, one shift instead of one a word),
 // the two sub-blocks' scales and mins (scale_min_k4 from the 12 scale bytes in hd.y, hd.z, hd.w), d and dmin
 struct Q4kW {
     unsigned lo[4], hi[4];
@@ -395,19 +404,17 @@ __device__ __forceinline__ Q4kW q4k_w(const unsigned char* row, int sb, int jj, 
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         w.lo[k] = v[k] & 0x0F0F0F0Fu;
-        w.hi[k] = (v[k] >> 4) & 0x0F0F0F0Fu;
+        w.hi[k] = v[k] & 0xF0F0F0F0u;
     }
-    unsigned q0 = hd.y, q4 = hd.z, q8 = hd.w;
-    if (jj < 2) {
-        int sh = 16 * jj;
-        w.scA = (q0 >> sh) & 63; w.scB = (q0 >> (sh + 8)) & 63;
-        w.mA = (q4 >> sh) & 63;  w.mB = (q4 >> (sh + 8)) & 63;
-    } else {
-        int sh = 16 * (jj - 2);
-        unsigned e8 = q8 >> sh, e0 = q0 >> sh, e4 = q4 >> sh;
-        w.scA = (e8 & 15) | (((e0 >> 6) & 3) << 4);       w.scB = ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
-        w.mA = ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4); w.mB = ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
-    }
+    // sub-blocks 2jj, 2jj + 1: jj < 2 their 6 bits in bytes jj of the first two groups of 4, else 4 + 2 bits
+    // from the third group and the first two; both formed and one selected (lanes of a warp take both: no branch)
+    int sh = 16 * (jj & 1);
+    unsigned e0 = hd.y >> sh, e4 = hd.z >> sh, e8 = hd.w >> sh;
+    bool first = jj < 2;
+    w.scA = first ? e0 & 63 : (e8 & 15) | (((e0 >> 6) & 3) << 4);
+    w.scB = first ? (e0 >> 8) & 63 : ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
+    w.mA = first ? e4 & 63 : ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4);
+    w.mB = first ? (e4 >> 8) & 63 : ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
     w.d = h2f((h16) (hd.x & 0xffffu));
     w.dmin = h2f((h16) (hd.x >> 16));
     return w;
@@ -430,9 +437,10 @@ struct Q4kItem {
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             ah = dp4_hi(w.lo[k], x.hA[k], ah); al = dp4_lo(w.lo[k], x.lA[k], al);
-            bh = dp4_hi(w.hi[k], x.hB[k], bh); bl = dp4_lo(w.hi[k], x.lB[k], bl);
+            bh = dp4_uhi(w.hi[k], x.hB[k], bh); bl = dp4_lo(w.hi[k], x.lB[k], bl);
         }
-        return w.d * ((float) (w.scA * (256 * ah + al)) * x.sA + (float) (w.scB * (256 * bh + bl)) * x.sB)
+        int b = (256 * bh + bl) >> 4;   // exact: 16 times unit B's sum (|16 sum| < 2^27)
+        return w.d * ((float) (w.scA * (256 * ah + al)) * x.sA + (float) (w.scB * b) * x.sB)
              - w.dmin * ((float) w.mA * x.qA + (float) w.mB * x.qB);
     }
 };
@@ -488,6 +496,7 @@ struct W4a16Item {
             ih = dp4_hi(w.lo[i], x.hE[i], ih); il = dp4_lo(w.lo[i], x.lE[i], il);
             ih = dp4_hi(w.hi[i], x.hO[i], ih); il = dp4_lo(w.hi[i], x.lO[i], il);
         }
+        // (Q4_K's high nibbles left in place, 16 times the codes, measured no faster here and took 4 more registers)
         return w.sc * ((float) (256 * ih + il) * x.s - w.z * x.xsum);
     }
 };
@@ -763,12 +772,12 @@ static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelC
 
 // xq: gemv_x16_quantize's output for this x (n rows; gemv_x16_ takes one, gemv8_x16_ up to GEMV_MAX_N);
 // addTo: 0, or y = addTo + scale * (x W^T) (a residual, in place)
-#define GEMV_X16_KERNELS(NAME, NT, T, ITEM, BOUNDS)                                                                        \
+#define GEMV_X16_KERNELS(NAME, NT, T, ITEM, BOUNDS, MULTI_BOUNDS)                                                                        \
     extern "C" __global__ void __launch_bounds__ BOUNDS NAME(WEIGHT_PARAMS, const unsigned char* xq, int n, float* y, \
                                                                         int rows, const float* addTo, float scale) {   \
         gemv_x16_impl<ITEM, GemvPlan<T>::ROWS, NT>(WEIGHT_VIEW, xq, n, y, rows, (i64) blockIdx.x * GemvPlan<T>::ROWS, addTo, scale); \
     }                                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) NAME##_multi(const GemvPart* parts, int nparts, int cols, \
+    extern "C" __global__ void __launch_bounds__ MULTI_BOUNDS NAME##_multi(const GemvPart* parts, int nparts, int cols, \
                                                                                 const unsigned char* xq, int n) {       \
         int p = 0;                                                                                                         \
         while (p + 1 < nparts && (int) blockIdx.x >= parts[p + 1].blockStart) p++;                                         \
@@ -776,26 +785,26 @@ static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelC
         WView v{g.data, g.rowBytes, cols, g.groups, g.groupShift, g.scales, g.zeros};                                       \
         gemv_x16_impl<ITEM, GemvPlan<T>::ROWS, NT>(v, xq, n, g.y, g.rows, (i64) (blockIdx.x - g.blockStart) * GemvPlan<T>::ROWS, nullptr, 1.f); \
     }
-// ONE_BOUNDS: the n = 1 kernel's __launch_bounds__ arguments
-#define GEMV_X16(SUFFIX, T, ITEM, ONE_BOUNDS)                                                                              \
+// ONE_BOUNDS, ONE_MULTI_BOUNDS: the n = 1 kernels' __launch_bounds__ arguments (plain and _multi)
+#define GEMV_X16(SUFFIX, T, ITEM, ONE_BOUNDS, ONE_MULTI_BOUNDS)                                                                              \
     extern "C" __global__ void gemv_ref_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                \
         gemv_ref_impl<T>(WEIGHT_VIEW, x, n, y, rows);                                                                      \
     }                                                                                                                      \
-    GEMV_X16_KERNELS(gemv_x16_##SUFFIX, 1, T, ITEM, ONE_BOUNDS)                                                            \
-    GEMV_X16_KERNELS(gemv8_x16_##SUFFIX, GEMV_MAX_N, T, ITEM, (GEMV_X16_THREADS))
+    GEMV_X16_KERNELS(gemv_x16_##SUFFIX, 1, T, ITEM, ONE_BOUNDS, ONE_MULTI_BOUNDS)                                          \
+    GEMV_X16_KERNELS(gemv8_x16_##SUFFIX, GEMV_MAX_N, T, ITEM, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV(f32, WT_F32)
 GEMV(f16, WT_F16)
-GEMV_X16(q8_0, WT_Q8_0, Q8_0Item, (GEMV_X16_THREADS))
+GEMV_X16(q8_0, WT_Q8_0, Q8_0Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV(q4_0, WT_Q4_0)
 GEMV(q4_1, WT_Q4_1)
 GEMV(q5_0, WT_Q5_0)
 GEMV(q5_1, WT_Q5_1)
 GEMV(q2_K, WT_Q2_K)
 GEMV(q3_K, WT_Q3_K)
-GEMV_X16(q4_K, WT_Q4_K, Q4kItem, (GEMV_X16_THREADS, GEMV_X16_Q4K_MIN_BLOCKS))
+GEMV_X16(q4_K, WT_Q4_K, Q4kItem, (GEMV_X16_THREADS, GEMV_X16_Q4K_MIN_BLOCKS), (GEMV_X16_THREADS, GEMV_X16_MULTI_MIN_BLOCKS))
 GEMV(q5_K, WT_Q5_K)
-GEMV_X16(q6_K, WT_Q6_K, Q6kItem, (GEMV_X16_THREADS))
-GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS))
+GEMV_X16(q6_K, WT_Q6_K, Q6kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
+GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 
 // MoE: out [slots, rowsPerExpert], slot s = t*topK + k: row s = x[perSlot ? s : t] . W_e^T for the routed expert
 // e = ids[s] of a stacked weight [experts, rowsPerExpert, cols]. Grid (row groups, slots); one warp per row.
