@@ -513,14 +513,18 @@ public final class CudaBackend implements Backend {
         }
         for (List<Integer> parts : byType.values()) {
             for (int from = 0; from < parts.size(); from += KernelCatalog.GEMV_MULTI_MAX_PARTS) {
+                List<Integer> chunk = parts.subList(from, Math.min(parts.size(), from + KernelCatalog.GEMV_MULTI_MAX_PARTS));
+                if (chunk.size() == 1) {   // a part left over after chunks of GEMV_MULTI_MAX_PARTS: a matmul as any other
+                    matmul(x, ws.get(chunk.get(0)), outs.get(chunk.get(0)));
+                    continue;
+                }
                 List<CudaWeight> w = new ArrayList<>();
                 List<CudaBuffer> o = new ArrayList<>();
-                for (int i : parts.subList(from, Math.min(parts.size(), from + KernelCatalog.GEMV_MULTI_MAX_PARTS))) {
+                for (int i : chunk) {
                     w.add(w(ws.get(i)));
                     o.add(buf(outs.get(i)));
                 }
-                if (w.size() == 1) gemvX16(xb, w.get(0), o.get(0));
-                else gemvMulti(xb, w, o);
+                gemvMulti(xb, w, o);
             }
         }
     }

@@ -369,6 +369,35 @@ class CudaMatmulTest {
         }
     }
 
+    /**
+     * matmulEach of more x16 weights of one type than one launch takes (5 > GEMV_MULTI_MAX_PARTS): a _multi launch of
+     * four and a GEMV of the fifth, all on one 16-bit copy of x, each output bit for bit its own matmul.
+     */
+    @Test
+    void matmulEachOfMoreWeightsThanOneLaunchTakes() {
+        try (CudaBackend b = backend("matmulEach 5")) {
+            SplittableRandom rnd = new SplittableRandom(26);
+            int cols = 512, parts = dev.v100.kernels.cuda.KernelCatalog.GEMV_MULTI_MAX_PARTS + 1;
+            List<Weight> ws = new ArrayList<>();
+            List<Buffer> outs = new ArrayList<>(), singles = new ArrayList<>();
+            for (int i = 0; i < parts; i++) {
+                int rows = 33 + 16 * i;
+                ws.add(Q4K.random(b, "blk.0.attn_q.weight", rows, cols, rnd).w());
+                outs.add(b.allocate("out" + i, 1, rows));
+                singles.add(b.allocate("single" + i, 1, rows));
+            }
+            Buffer x = b.allocate("x", 1, cols);
+            b.write(x, halves(rnd, cols, 1), 0);
+            for (int i = 0; i < parts; i++) b.matmul(x, ws.get(i), singles.get(i));
+            b.matmulEach(x, ws, outs);   // the first time uploads the parts' table
+            b.write(x, b.read(x), 0);
+            long before = b.device.issued();
+            b.matmulEach(x, ws, outs);
+            assertEquals(3, b.device.issued() - before, "quantize, a _multi launch of four, the fifth's GEMV");
+            for (int i = 0; i < parts; i++) assertArrayEquals(b.read(singles.get(i)), b.read(outs.get(i)), "output " + i);
+        }
+    }
+
     /** x16 types: each row of a decode batch (gemv8_x16_*) comes out bit for bit as that row alone (gemv_x16_*). */
     @Test
     void x16BatchRowsAreEachRowAloneBitForBit() {
