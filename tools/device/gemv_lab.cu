@@ -5,7 +5,8 @@
 // It includes gemv.cu itself: "shipped" is the type's one-row GEMV as the runtime launches it (gemv_<t>, or
 // gemv_x16_quantize + gemv_x16_<t>: its row gives the time with the 4 quantize launches a layer, and without),
 // "staged"/"direct" gemv.cu's float kernels on each type (Q4_K and W4A16 through the generic decode there).
-// New variants are written here first and move into gemv.cu when they win (docs/BENCHMARKS.md has the numbers).
+// New variants are written here first and move into gemv.cu when they win (docs/BENCHMARKS.md has the numbers);
+// the x16 "candidate" rows (x16_var: rows a block, threads a row) have not run yet.
 // Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K f16 (all)]
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,27 @@ LAB(q4_K, WT_Q4_K)
 LAB(q6_K, WT_Q6_K)
 LAB(w4a16, WT_W4A16)
 typedef void (*Kern)(WEIGHT_PARAMS, const float*, int, float*, int);
+
+// ---- x16 candidates (not yet in gemv.cu; written at the end of the fifth session, compiled, NOT YET RUN) --------
+// Nsight Compute read the shipped x16 GEMVs as latency-bound (issue 25-48 %, DRAM 36-61 %, half or more of the
+// stalls on global loads, 0.86 waves on 4096-row matrices: docs/BENCHMARKS.md). These change how many rows a
+// block takes and how many threads share a row (TPR < 64: a row group of TPR lanes, summed by shuffles, no block
+// barrier), so more blocks or more items per thread are in flight: R rows per group, 64 / TPR groups a block.
+template <class Q, int R, int TPR>
+__global__ void __launch_bounds__(GEMV_X16_THREADS) x16_var(WEIGHT_PARAMS, const unsigned char* xq, int n, float* y, int rows,
+                                                            const float* addTo, float scale) {
+    gemv_x16_impl<Q, R, 1, TPR>(WEIGHT_VIEW, xq, 1, y, rows, (i64) blockIdx.x * R * (GEMV_X16_THREADS / TPR), nullptr, 1.f);
+}
+typedef void (*X16Kern)(WEIGHT_PARAMS, const unsigned char*, int, float*, int, const float*, float);
+struct X16Variant { const char* name; X16Kern k; int rowsPerBlock; };
+template <class Q>
+static std::vector<X16Variant> x16_variants(X16Kern shipped) {
+    return {{"shipped", shipped, GEMV_X16_ROWS},
+            {"candidate R1 T64", x16_var<Q, 1, 64>, 1},
+            {"candidate R1 T32", x16_var<Q, 1, 32>, 2},
+            {"candidate R2 T32", x16_var<Q, 2, 32>, 4},
+            {"candidate R1 T16", x16_var<Q, 1, 16>, 4}};
+}
 
 
 // ---- host side ----
@@ -198,41 +220,44 @@ int main(int argc, char** argv) {
             unsigned char* xq;
             CK(cudaMalloc(&xq, 3 * 14336));
             auto quant = [&](int K) { gemv_x16_quantize<<<(K / 32 + 3) / 4, 128, 0, s>>>(x, K, 1, xq); };
-            auto run = [&](const Mat& m) {
-                int grid = (m.rows + GEMV_X16_ROWS - 1) / GEMV_X16_ROWS;
-                auto k = t == "q4_K" ? gemv_x16_q4_K : t == "w4a16" ? gemv_x16_w4a16 : t == "q8_0" ? gemv_x16_q8_0 : gemv_x16_q6_K;
-                k<<<grid, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, 1, y, m.rows, nullptr, 1.f);
-            };
-            double worst = 0;
-            for (int i = 0; i < NS; i++) {
-                launch(ref, mats[i], x, yr, 4, 128, s);
-                quant(mats[i].cols);
-                run(mats[i]);
-                CK(cudaStreamSynchronize(s));
-                worst = std::max(worst, relErr(mats[i].rows));
-            }
-            auto timeAll = [&](int shapeMask, bool q) {
-                float best = 1e30f;
-                for (int rep = 0; rep < 5; rep++) {
-                    CK(cudaEventRecord(e0, s));
-                    for (int l = 0; l < LAYERS; l++)
-                        for (int i = 0; i < NS; i++) {
-                            if (!(shapeMask & (1 << i))) continue;
-                            if (q && (i == 0 || i == 3 || i == 4 || i == 6)) quant(mats[l * NS + i].cols);   // q/k/v, o, gate/up, down
-                            run(mats[l * NS + i]);
-                        }
-                    CK(cudaEventRecord(e1, s));
-                    CK(cudaEventSynchronize(e1));
-                    float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
-                    best = std::min(best, ms);
+            std::vector<X16Variant> vs = t == "q4_K" ? x16_variants<Q4kItem>(gemv_x16_q4_K) : t == "w4a16" ? x16_variants<W4a16Item>(gemv_x16_w4a16)
+                                       : t == "q8_0" ? x16_variants<Q8_0Item>(gemv_x16_q8_0) : x16_variants<Q6kItem>(gemv_x16_q6_K);
+            for (const X16Variant& v : vs) {
+                auto run = [&](const Mat& m) {
+                    int grid = (m.rows + v.rowsPerBlock - 1) / v.rowsPerBlock;
+                    v.k<<<grid, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, 1, y, m.rows,
+                                                          nullptr, 1.f);
+                };
+                double worst = 0;
+                for (int i = 0; i < NS; i++) {
+                    launch(ref, mats[i], x, yr, 4, 128, s);
+                    quant(mats[i].cols);
+                    run(mats[i]);
+                    CK(cudaStreamSynchronize(s));
+                    worst = std::max(worst, relErr(mats[i].rows));
                 }
-                return best * 1e3f / LAYERS;
-            };
-            float all = timeAll(127, true), bare = timeAll(127, false), qo = timeAll(1 | 8, false), kv = timeAll(2 | 4, false), gu = timeAll(16 | 32, false),
-                  dn = timeAll(64, false);
-            printf("| %s (x16; %.1f without the 4 quantize launches) | %.1f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1e |\n",
-                   "shipped", bare, all,
-                   layerBytes / (all / 1e6) / 1e9, qo / 2, kv / 2, gu / 2, dn, worst);
+                auto timeAll = [&](int shapeMask, bool q) {
+                    float best = 1e30f;
+                    for (int rep = 0; rep < 5; rep++) {
+                        CK(cudaEventRecord(e0, s));
+                        for (int l = 0; l < LAYERS; l++)
+                            for (int i = 0; i < NS; i++) {
+                                if (!(shapeMask & (1 << i))) continue;
+                                if (q && (i == 0 || i == 3 || i == 4 || i == 6)) quant(mats[l * NS + i].cols);   // q/k/v, o, gate/up, down
+                                run(mats[l * NS + i]);
+                            }
+                        CK(cudaEventRecord(e1, s));
+                        CK(cudaEventSynchronize(e1));
+                        float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
+                        best = std::min(best, ms);
+                    }
+                    return best * 1e3f / LAYERS;
+                };
+                float all = timeAll(127, true), bare = timeAll(127, false), qo = timeAll(1 | 8, false), kv = timeAll(2 | 4, false),
+                      gu = timeAll(16 | 32, false), dn = timeAll(64, false);
+                printf("| %s (x16; %.1f without the 4 quantize launches) | %.1f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1e |\n", v.name, bare, all,
+                       layerBytes / (all / 1e6) / 1e9, qo / 2, kv / 2, gu / 2, dn, worst);
+            }
             cudaFree(xq);
         }
         for (auto& m : mats) { cudaFree(m.data); if (m.scales) { cudaFree(m.scales); cudaFree(m.zeros); } }
