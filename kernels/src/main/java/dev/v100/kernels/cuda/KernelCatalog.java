@@ -230,7 +230,13 @@ public final class KernelCatalog {
      * every tensor): an x16 type, aligned rows, whole 32-column units. The MoE expert GEMV decides the same way.
      */
     public static boolean gemvRunsX16(String suffix, long rowBytes, long cols) {
-        return gemvX16(suffix) && rowBytes % gemvAlignBytes(suffix) == 0 && cols % GEMV_FAST_COLS_MULTIPLE == 0;
+        return gemvX16(suffix) && gemvFastTakes(suffix, 0, rowBytes, cols);
+    }
+
+    /** Whether the type's fast GEMV takes a weight at that address with that row stride and width (gemvAlignBytes, whole units). */
+    public static boolean gemvFastTakes(String suffix, long address, long rowBytes, long cols) {
+        int align = gemvAlignBytes(suffix);
+        return address % align == 0 && rowBytes % align == 0 && cols % GEMV_FAST_COLS_MULTIPLE == 0;
     }
 
     /** The GGML suffixes and W4A16: the types the matmul kernels exist for. */

@@ -84,8 +84,7 @@ final class CudaWeight implements Weight {
         this.expertRows = expertRows;
         this.layer = layerOf(name);
         this.kernels = kernels;
-        int align = KernelCatalog.gemvAlignBytes(kernelSuffix);
-        this.fastGemv = address % align == 0 && rowBytes % align == 0 && cols % KernelCatalog.GEMV_FAST_COLS_MULTIPLE == 0;
+        this.fastGemv = KernelCatalog.gemvFastTakes(kernelSuffix, address, rowBytes, cols);
     }
 
     static int layerOf(String name) {

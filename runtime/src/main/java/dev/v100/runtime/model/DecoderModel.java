@@ -250,7 +250,7 @@ public final class DecoderModel implements AutoCloseable {
         List<Buffer> partials = new ArrayList<>(ranks.size());
         // one rank (nothing to all-reduce) and no trace (which records the projections): the o and down
         // projections add into x in the same op
-        boolean fuse = ranks.size() == 1 && !ranks.get(0).trace.enabled();
+        boolean fuse = fuses(ranks);
         for (RankShard r : ranks) {
             Backend b = r.backend;
             LayerWeights w = r.layer(layer);
@@ -306,11 +306,16 @@ public final class DecoderModel implements AutoCloseable {
         }
     }
 
+    /** Whether a stage's projections add into the residual themselves: one rank (no partials to sum) and no trace. */
+    static boolean fuses(List<RankShard> stage) {
+        return stage.size() == 1 && !stage.get(0).trace.enabled();
+    }
+
     /**
      * A projection back into the residual stream: fused, x += resMul * (in w^T) in one op; otherwise proj =
      * in w^T, queued in partials for the all-reduce and the add after it.
      */
-    private static void project(Backend b, boolean fuse, Buffer in, dev.v100.runtime.backend.Weight w, float resMul, Buffer proj, Buffer x,
+    static void project(Backend b, boolean fuse, Buffer in, dev.v100.runtime.backend.Weight w, float resMul, Buffer proj, Buffer x,
                                 List<Buffer> partials) {
         if (fuse) {
             b.matmulAdd(in, w, resMul, proj, x);

@@ -236,7 +236,7 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
     public void layer(List<RankShard> stage, int layer, DecoderModel.Rows rows) {
         int n = rows.n();
         // one rank and no trace: the mixer's output projection adds into the residual itself (no partials to sum)
-        boolean fuse = stage.size() == 1 && !stage.get(0).trace.enabled();
+        boolean fuse = DecoderModel.fuses(stage);
         List<Buffer> partials = new ArrayList<>(stage.size());
         for (RankShard rs : stage) {
             Rank r = ranks[rs.ppStage][rs.geo.tpRank()];
@@ -245,13 +245,7 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
             rs.backend.rmsNorm(x, w.attnNorm, config.hiddenSize(), eps, xn);
             rs.trace.record(Trace.ATTN_NORM, layer, xn);
             Buffer in = w.gdn != null ? gdn(rs, r, w.gdn, layer, rows) : attention(rs, r, w.attention, layer, rows);
-            Weight out = w.gdn != null ? w.gdn.out : w.attention.o;
-            if (fuse) {
-                rs.backend.matmulAdd(in, out, 1f, r.proj.rows(n), x);
-            } else {
-                rs.backend.matmul(in, out, r.proj.rows(n));
-                partials.add(r.proj.rows(n));
-            }
+            DecoderModel.project(rs.backend, fuse, in, w.gdn != null ? w.gdn.out : w.attention.o, 1f, r.proj.rows(n), x, partials);
         }
         if (!fuse) collectives.allReduceSum(partials);
         partials.clear();
