@@ -6,7 +6,8 @@
 // gemv_x16_quantize + gemv_x16_<t>: its row gives the time with the 4 quantize launches a layer, and without),
 // "staged"/"direct" gemv.cu's float kernels on each type (Q4_K and W4A16 through the generic decode there).
 // New variants are written here first and move into gemv.cu when they win (docs/BENCHMARKS.md has the numbers);
-// the x16 "candidate" rows (x16_var: rows a block, threads a row) have not run yet.
+// the x16 "candidate" rows (x16_var: rows a block, threads a row, items at once) ran in the sixth session
+// (docs/BENCHMARKS.md): the shipped R2 T64 layout stayed, Q4_K took U = 2.
 // Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K f16 (all)]
 #include <cstdio>
 #include <cstdlib>
@@ -35,15 +36,16 @@ LAB(q6_K, WT_Q6_K)
 LAB(w4a16, WT_W4A16)
 typedef void (*Kern)(WEIGHT_PARAMS, const float*, int, float*, int);
 
-// ---- x16 candidates (not yet in gemv.cu; written at the end of the fifth session, compiled, NOT YET RUN) --------
+// ---- x16 candidates (written in the fifth session, run in the sixth: docs/BENCHMARKS.md has the table) --------
 // Nsight Compute read the shipped x16 GEMVs as latency-bound (issue 25-48 %, DRAM 36-61 %, half or more of the
 // stalls on global loads, 0.86 waves on 4096-row matrices: docs/BENCHMARKS.md). These change how many rows a
 // block takes and how many threads share a row (TPR < 64: a row group of TPR lanes, summed by shuffles, no block
 // barrier), so more blocks or more items per thread are in flight: R rows per group, 64 / TPR groups a block.
-template <class Q, int R, int TPR>
+// U: items a thread loads before it sums them (gemv_x16_impl's U).
+template <class Q, int R, int TPR, int U = 1>
 __global__ void __launch_bounds__(GEMV_X16_THREADS) x16_var(WEIGHT_PARAMS, const unsigned char* xq, int n, float* y, int rows,
                                                             const float* addTo, float scale) {
-    gemv_x16_impl<Q, R, 1, TPR>(WEIGHT_VIEW, xq, 1, y, rows, (i64) blockIdx.x * R * (GEMV_X16_THREADS / TPR), nullptr, 1.f);
+    gemv_x16_impl<Q, R, 1, TPR, U>(WEIGHT_VIEW, xq, 1, y, rows, (i64) blockIdx.x * R * (GEMV_X16_THREADS / TPR), nullptr, 1.f);
 }
 typedef void (*X16Kern)(WEIGHT_PARAMS, const unsigned char*, int, float*, int, const float*, float);
 struct X16Variant { const char* name; X16Kern k; int rowsPerBlock; };
@@ -53,7 +55,71 @@ static std::vector<X16Variant> x16_variants(X16Kern shipped) {
             {"candidate R1 T64", x16_var<Q, 1, 64>, 1},
             {"candidate R1 T32", x16_var<Q, 1, 32>, 2},
             {"candidate R2 T32", x16_var<Q, 2, 32>, 4},
-            {"candidate R1 T16", x16_var<Q, 1, 16>, 4}};
+            {"candidate R1 T16", x16_var<Q, 1, 16>, 4},
+            {"candidate R2 T64 U2", x16_var<Q, 2, 64, 2>, 2},
+            {"candidate R1 T64 U2", x16_var<Q, 1, 64, 2>, 1},
+            {"candidate R1 T64 U4", x16_var<Q, 1, 64, 4>, 1},
+            {"candidate R2 T32 U2", x16_var<Q, 2, 32, 2>, 4},
+            {"candidate R1 T32 U4", x16_var<Q, 1, 32, 4>, 2},
+            {"candidate R4 T32 U1", x16_var<Q, 4, 32, 1>, 8}};
+}
+// Q4_K, wide items: both halves (h = 0, 1) of a sub-block pair, 64 weights a row: the header's scale decode and the
+// float epilogue once per 64 weights instead of 32 (sixth session: no faster, 65.4 us an 8B layer at best (R4 T64)
+// against the shipped item's 64.0 with U = 2).
+struct Q4kWX { Q4kX h[2]; };
+struct Q4kWW {
+    unsigned lo[8], hi[8];
+    int scA, mA, scB, mB;
+    float d, dmin;
+};
+struct Q4kWideItem {
+    static const int SHIFT = 6;
+    static const bool INLINE = true;
+    typedef Q4kWX X;
+    typedef Q4kWW W;
+    static __device__ __forceinline__ X x(const unsigned char* xq, int K, int it, int tid) {
+        int uA = 8 * (it >> 2) + 2 * (tid & 3);
+        return X{{q4k_x(xq, K, uA, 0), q4k_x(xq, K, uA, 1)}};
+    }
+    static __device__ __forceinline__ W w(const WView& v, i64 r, int it, int tid) {
+        const unsigned char* row = v.data + r * v.rowBytes;
+        int sb = it >> 2, jj = tid & 3;
+        uint4 q1 = ldg16(row + 144 * sb + 16 + 32 * jj + 16);
+        Q4kW a = q4k_w(row, sb, jj, 0);
+        W w;
+        unsigned v1[4] = {q1.x, q1.y, q1.z, q1.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            w.lo[k] = a.lo[k]; w.hi[k] = a.hi[k];
+            w.lo[4 + k] = v1[k] & 0x0F0F0F0Fu; w.hi[4 + k] = v1[k] & 0xF0F0F0F0u;
+        }
+        w.scA = a.scA; w.mA = a.mA; w.scB = a.scB; w.mB = a.mB; w.d = a.d; w.dmin = a.dmin;
+        return w;
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        int ah = 0, al = 0, bh = 0, bl = 0;
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                ah = dp4_hi(w.lo[4 * h + k], x.h[h].hA[k], ah); al = dp4_lo(w.lo[4 * h + k], x.h[h].lA[k], al);
+                bh = dp4_uhi(w.hi[4 * h + k], x.h[h].hB[k], bh); bl = dp4_lo(w.hi[4 * h + k], x.h[h].lB[k], bl);
+            }
+        int b = (256 * bh + bl) >> 4;   // exact: 16 times unit B's sum (|16 sum| < 2^28)
+        return w.d * ((float) (w.scA * (256 * ah + al)) * x.h[0].sA + (float) (w.scB * b) * x.h[0].sB)
+             - w.dmin * ((float) w.mA * (x.h[0].qA + x.h[1].qA) + (float) w.mB * (x.h[0].qB + x.h[1].qB));
+    }
+};
+
+// Q4_K: the layouts above, then its wide item (64 weights a row: one scale decode and epilogue for both halves)
+static std::vector<X16Variant> q4k_variants() {
+    std::vector<X16Variant> v = x16_variants<Q4kItem>(gemv_x16_q4_K);
+    v.push_back({"candidate wide R2 T64", x16_var<Q4kWideItem, 2, 64, 1>, 2});
+    v.push_back({"candidate wide R1 T64", x16_var<Q4kWideItem, 1, 64, 1>, 1});
+    v.push_back({"candidate wide R2 T32", x16_var<Q4kWideItem, 2, 32, 1>, 4});
+    v.push_back({"candidate wide R4 T64", x16_var<Q4kWideItem, 4, 64, 1>, 4});
+    v.push_back({"candidate wide R2 T64 U2", x16_var<Q4kWideItem, 2, 64, 2>, 2});
+    return v;
 }
 
 
@@ -220,7 +286,7 @@ int main(int argc, char** argv) {
             unsigned char* xq;
             CK(cudaMalloc(&xq, 3 * 14336));
             auto quant = [&](int K) { gemv_x16_quantize<<<(K / 32 + 3) / 4, 128, 0, s>>>(x, K, 1, xq); };
-            std::vector<X16Variant> vs = t == "q4_K" ? x16_variants<Q4kItem>(gemv_x16_q4_K) : t == "w4a16" ? x16_variants<W4a16Item>(gemv_x16_w4a16)
+            std::vector<X16Variant> vs = t == "q4_K" ? q4k_variants() : t == "w4a16" ? x16_variants<W4a16Item>(gemv_x16_w4a16)
                                        : t == "q8_0" ? x16_variants<Q8_0Item>(gemv_x16_q8_0) : x16_variants<Q6kItem>(gemv_x16_q6_K);
             for (const X16Variant& v : vs) {
                 auto run = [&](const Mat& m) {

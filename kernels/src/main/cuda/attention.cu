@@ -8,7 +8,7 @@
 //
 // Decode (few query rows): flash-decoding. attn_decode splits each row's keys into chunks of CHUNK,
 // one block per (head, chunk, row), writing an unnormalized partial (max, sum, acc[headDim]) in fp32;
-// attn_combine merges the chunks of a (row, head). Prefill (many rows): attn_prefill, a block per
+// the last block of a (row, head) to finish merges its chunks. Prefill (many rows): attn_prefill, a block per
 // (32 query rows, head) walks the key tiles with WMMA for Q K^T and P V and an online softmax (fp32).
 #include "common.cuh"
 
@@ -40,6 +40,75 @@ extern "C" __global__ void kv_store(const float* k, const float* v, int n, int k
     }
 }
 
+// qk_prep: per-head RMSNorm of q and k (where qNorm / kNorm are given), neox RoPE of both, and the kv_store of k
+// and v, in one launch: a warp per (row, head) of q, k and v (heads + 2 kvHeads a row), 4 warps a block. Bit for
+// bit rmsnorm (a group of hd with normThreads threads: its sums in that order) then rope_neox then kv_store.
+#define PREP_WARPS 4
+extern "C" __global__ void qk_prep(float* q, float* k, const float* v, int n, int heads, int kvHeads, int hd, int rotaryDim, const float* invFreq,
+                                   const float* qNorm, const float* kNorm, float eps, int normThreads, h16* pool, const int* table,
+                                   const i64* rowTables, i64 pageStride, const int* step) {
+    __shared__ float ys[PREP_WARPS][ATTN_MAX_HD];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int all = heads + 2 * kvHeads;
+    i64 idx = (i64) blockIdx.x * PREP_WARPS + warp;
+    if (idx >= (i64) n * all) return;
+    int t = (int) (idx / all), hh = (int) (idx - (i64) t * all);
+    int kind = hh < heads ? 0 : hh < heads + kvHeads ? 1 : 2;   // q, k, v
+    int head = kind == 0 ? hh : kind == 1 ? hh - heads : hh - heads - kvHeads;
+    float* base = kind == 0 ? q + ((i64) t * heads + head) * hd : (kind == 1 ? k : const_cast<float*>(v)) + ((i64) t * kvHeads + head) * hd;
+    const float* nw = kind == 0 ? qNorm : kind == 1 ? kNorm : nullptr;
+    float* y = ys[warp];
+    if (nw) {
+        // rmsnorm's sums: thread j of normThreads adds elements j, j + normThreads, ...; each warp's sum, then the warps'
+        int nwarps = normThreads >> 5;
+        float tot = 0.f;
+        for (int w = 0; w < nwarps; w++) {
+            float ss = 0.f;
+            for (int i = 32 * w + lane; i < hd; i += normThreads) ss = __fmaf_rn(base[i], base[i], ss);
+            ss = warp_sum(ss);
+            if (lane == w) tot = ss;
+        }
+        float inv = 1.f / sqrtf(warp_sum(tot) / (float) hd + eps);
+        for (int i = lane; i < hd; i += 32) y[i] = __fmul_rn(__fmul_rn(base[i], inv), nw[i]);
+    } else {
+        for (int i = lane; i < hd; i += 32) y[i] = base[i];
+    }
+    __syncwarp();
+    if (kind < 2) {   // every lane's rotated elements first (they read other lanes' y), then written back
+        int half = rotaryDim >> 1;
+        float pos = (float) step_pos(step, t);
+        float o[ATTN_MAX_HD / 32];
+#pragma unroll
+        for (int r = 0; r < ATTN_MAX_HD / 32; r++) {
+            int i = lane + 32 * r;
+            if (i >= hd) break;
+            o[r] = y[i];
+            if (i < rotaryDim) {
+                int f = i < half ? i : i - half;
+                float angle = __fmul_rn(pos, invFreq[f]);
+                float c = cosf(angle), sn = sinf(angle);
+                float a = y[f], b = y[f + half];
+                o[r] = i < half ? rope_first(a, b, c, sn) : rope_second(a, b, c, sn);
+            }
+        }
+        __syncwarp();
+#pragma unroll
+        for (int r = 0; r < ATTN_MAX_HD / 32; r++) {
+            int i = lane + 32 * r;
+            if (i >= hd) break;
+            base[i] = o[r];
+            y[i] = o[r];
+        }
+        __syncwarp();
+    }
+    if (kind == 0) return;
+    int pos = step_pos(step, t);
+    const int* tb = rowTables ? reinterpret_cast<const int*>(rowTables[t]) : table;
+    h16* kr = pool + (i64) tb[pos / PAGE] * pageStride + ((i64) head * PAGE + pos % PAGE) * hd;
+    if (kind == 2) kr += (i64) kvHeads * PAGE * hd;
+    for (int i = lane; i < hd; i += 32) kr[i] = f2h_sat(y[i]);
+}
+
 __device__ __forceinline__ float block_max(float v, float* red) {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     v = warp_max(v);
@@ -50,26 +119,13 @@ __device__ __forceinline__ float block_max(float v, float* red) {
     return warp_max(t);
 }
 
-// grid (heads, splits, n), THREADS threads. partO [n, heads, splits, hd], partML [n, heads, splits, 2] (max, sum).
-// Row t attends over [0, step_pos(step, t)]: the chunk's rows in a row, or a decode batch's rows each at its own
-// position in its own cache (rowTables[t], a block table per row; null outside a batch).
-// A split is one page of keys (CHUNK == PAGE): one block-table lookup, its K rows contiguous. Splits past a
-// row's keys write an empty partial (the launcher rounds the split count up to a power of two, so that a
-// replayed decode step keeps its grid for many positions). K and V are read in pairs; blockDim is a multiple
-// of CHUNK and hd of 2 * blockDim / CHUNK.
-extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables,
-                                       i64 pageStride, const int* step, float scale, int splits, float* partO, float* partML) {
-    __shared__ __align__(16) float qs[ATTN_MAX_HD];
-    __shared__ float p[CHUNK];
-    __shared__ float red[32];
-    __shared__ __align__(16) float accs[THREADS * 8];
-    int h = blockIdx.x, s = blockIdx.y, t = blockIdx.z;
+// The partial of one (row t, head h, split s): attn_decode's work before the merge.
+__device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, i64 pageStride,
+                                             float scale, int len, int h, int s, int t, i64 part, float* partO, float* partML,
+                                             float* qs, float* p, float* red, float* accs) {
     int tid = threadIdx.x;
-    int len = step_pos(step, t) + 1;
-    if (rowTables) table = reinterpret_cast<const int*>(rowTables[t]);   // a decode batch: row t's own sequence
     int k0 = s * CHUNK, k1 = min(k0 + CHUNK, len);
     int kvh = h / (heads / kvHeads);
-    i64 part = ((i64) t * heads + h) * splits + s;
     if (k0 >= k1) {   // this row's keys end before the split: an empty partial
         if (tid == 0) { partML[2 * part] = -INFINITY; partML[2 * part + 1] = 0.f; }
         for (int d = tid; d < hd; d += blockDim.x) partO[part * hd + d] = 0.f;
@@ -195,24 +251,61 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
     if (tid == 0) { partML[2 * part] = m; partML[2 * part + 1] = l; }
 }
 
-// grid (heads, n): out [n, heads * hd] = merged partials of (row, head). The splits' weights exp(m_s - M)
-// are computed once per block into shared memory (COMBINE_TILE splits at a time), then every thread sums
-// its head dims over the splits with independent loads.
-#define COMBINE_TILE 1024
-// x16: 0, or (one row, hd a multiple of 32: a warp's head dims are one unit) where out is also written in 16
-// bits for gemv_x16_* (x16_store_unit in common.cuh).
-extern "C" __global__ void attn_combine(const float* partO, const float* partML, int heads, int hd, int splits, float* out, unsigned char* x16) {
-    __shared__ float wt[COMBINE_TILE];
+__device__ void attn_merge(const float* partO, const float* partML, int heads, int hd, int splits, int h, int t, float* out, unsigned char* x16,
+                           float* wt, float* red);
+
+// grid (heads, splits, n), THREADS threads: each block writes its (row, head, split) partial to partO [n, heads,
+// splits, hd] and partML [n, heads, splits, 2] (max, sum); the last block of a (row, head) to finish (a ticket from
+// done [n * heads], zero before the launch and zero again after it) merges that row's head into out [n, heads * hd]
+// (and x16: 0, or one row with hd a multiple of 32, where out is also written in 16 bits for gemv_x16_*,
+// x16_store_unit in common.cuh: a warp's head dims are one unit).
+// Row t attends over [0, step_pos(step, t)]: the chunk's rows in a row, or a decode batch's rows each at its own
+// position in its own cache (rowTables[t], a block table per row; null outside a batch).
+// A split is one page of keys (CHUNK == PAGE): one block-table lookup, its K rows contiguous. Splits past a
+// row's keys write an empty partial (the launcher rounds the split count up to a power of two, so that a
+// replayed decode step keeps its grid for many positions). K and V are read in pairs; blockDim is a multiple
+// of CHUNK and hd of 2 * blockDim / CHUNK.
+extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables,
+                                       i64 pageStride, const int* step, float scale, int splits, float* partO, float* partML,
+                                       unsigned* done, float* out, unsigned char* x16) {
+    __shared__ __align__(16) float qs[ATTN_MAX_HD];
+    __shared__ float p[CHUNK];
     __shared__ float red[32];
-    int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x;
+    __shared__ __align__(16) float accs[THREADS * 8];
+    __shared__ unsigned ticket;
+    int h = blockIdx.x, s = blockIdx.y, t = blockIdx.z;
+    int len = step_pos(step, t) + 1;
+    if (rowTables) table = reinterpret_cast<const int*>(rowTables[t]);   // a decode batch: row t's own sequence
+    i64 part = ((i64) t * heads + h) * splits + s;
+    attn_partial(q, heads, kvHeads, hd, pool, table, pageStride, scale, len, h, s, t, part, partO, partML, qs, p, red, accs);
+    // the last of the (row, head)'s splits merges them: its partial and every other block's are visible to it
+    __threadfence();
+    __syncthreads();
+    unsigned* counter = done + (i64) t * heads + h;
+    if (threadIdx.x == 0) ticket = atomicAdd(counter, 1u);
+    __syncthreads();
+    if (ticket != (unsigned) splits - 1) return;
+    __threadfence();
+    attn_merge(partO, partML, heads, hd, splits, h, t, out, x16, accs, red);
+    if (threadIdx.x == 0) *counter = 0u;   // ready for the next launch
+}
+
+// out [n, heads * hd] of (row t, head h) = its merged partials. The splits' weights exp(m_s - M) are computed
+// once per block into shared memory (wt: COMBINE_TILE floats, COMBINE_TILE splits at a time), then every
+// thread sums its head dims over the splits with independent loads. The partials are read past L1 (__ldcg):
+// other blocks of the launch wrote them.
+#define COMBINE_TILE (THREADS * 8)
+__device__ void attn_merge(const float* partO, const float* partML, int heads, int hd, int splits, int h, int t, float* out, unsigned char* x16,
+                           float* wt, float* red) {
+    int tid = threadIdx.x;
     i64 base = ((i64) t * heads + h) * splits;
     float M = -INFINITY;
-    for (int s = tid; s < splits; s += blockDim.x) M = fmaxf(M, partML[2 * (base + s)]);
+    for (int s = tid; s < splits; s += blockDim.x) M = fmaxf(M, __ldcg(partML + 2 * (base + s)));
     M = block_max(M, red);
     float L = 0.f;
     for (int s = tid; s < splits; s += blockDim.x) {
-        float ms = partML[2 * (base + s)];
-        if (ms > -INFINITY) L += partML[2 * (base + s) + 1] * expf(ms - M);
+        float ms = __ldcg(partML + 2 * (base + s));
+        if (ms > -INFINITY) L += __ldcg(partML + 2 * (base + s) + 1) * expf(ms - M);
     }
     L = block_sum(L, red);
     float acc[2] = {0.f, 0.f};   // head dims tid and tid + blockDim (hd <= 2 * blockDim)
@@ -220,7 +313,7 @@ extern "C" __global__ void attn_combine(const float* partO, const float* partML,
         int ns = min(COMBINE_TILE, splits - s0);
         __syncthreads();   // the previous tile's weights are used up
         for (int s = tid; s < ns; s += blockDim.x) {
-            float ms = partML[2 * (base + s0 + s)];
+            float ms = __ldcg(partML + 2 * (base + s0 + s));
             wt[s] = ms > -INFINITY ? expf(ms - M) : 0.f;
         }
         __syncthreads();
@@ -231,7 +324,7 @@ extern "C" __global__ void attn_combine(const float* partO, const float* partML,
                 const float* po = partO + (base + s0) * hd + d;
                 float a = 0.f;
 #pragma unroll 8
-                for (int s = 0; s < ns; s++) a += po[(i64) s * hd] * wt[s];
+                for (int s = 0; s < ns; s++) a += __ldcg(po + (i64) s * hd) * wt[s];
                 acc[k] += a;
             }
         }

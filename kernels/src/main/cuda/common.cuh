@@ -22,6 +22,11 @@ __device__ __forceinline__ int step_pos(const int* step, int row) {
     return step[STEP_BATCH] ? step[STEP_ROW_POS + row] : step[STEP_POS] + row;
 }
 
+// A rotary pair (a, b) turned by the angle whose cosine and sine are c and s: a' and b', each product rounded
+// before the sum (no fused multiply-add: rope_neox and qk_prep give the same bits)
+__device__ __forceinline__ float rope_first(float a, float b, float c, float s) { return __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s)); }
+__device__ __forceinline__ float rope_second(float a, float b, float c, float s) { return __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s)); }
+
 #define FP16_MAX 65504.0f
 #define INFINITY __int_as_float(0x7f800000)
 
@@ -77,7 +82,8 @@ __device__ __forceinline__ void x16_store_unit(float v, i64 u, int K, unsigned c
     float m = warp_max(fabsf(v));
     float s = m > 0.f ? m / 32767.f : 1.f;
     if (__any_sync(0xffffffffu, !isfinite(v))) s = __int_as_float(0x7fc00000);
-    int q = isfinite(s) ? __float2int_rn(v / s) : 0;
+    // clamped: with a subnormal s (max |x| below ~1e-37) v / s can pass 32767 (or be infinite when s underflows to 0)
+    int q = isfinite(s) ? max(-32767, min(32767, __float2int_rn(v / s))) : 0;
     out[32 * u + lane] = (unsigned char) (q >> 8);
     out[K + 32 * u + lane] = (unsigned char) (q & 255);
     int t = q;

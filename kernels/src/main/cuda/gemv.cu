@@ -243,9 +243,8 @@ __device__ __forceinline__ void gemv_direct_impl(const WView& w, const float* __
 // (KernelCatalog.gemvX16Bytes): hi [K] bytes, lo [K] bytes, s [K / 32] floats, sums [K / 16] floats.
 #define GEMV_X16_ROWS 2
 #define GEMV_X16_THREADS 64
-// gemv_x16_q4_K: resident blocks a multiprocessor must fit (at most 56 registers: the batch-ready layout otherwise
-// takes 64, and the 56-register form measured 72 vs 75.5 us an 8B layer in the lab)
-#define GEMV_X16_Q4K_MIN_BLOCKS 18
+// gemv_x16_q4_K: resident blocks a multiprocessor must fit (at most 64 registers: two items at once, GemvPlan U)
+#define GEMV_X16_Q4K_MIN_BLOCKS 16
 // gemv_x16_q4_K_multi: at most 64 registers (NVRTC 12.9's sm_70 allocation otherwise chose 56 and spilled)
 #define GEMV_X16_MULTI_MIN_BLOCKS 16
 
@@ -302,7 +301,9 @@ __device__ __forceinline__ void gemv_x16_rows_out(float (*acc)[R], int n, i64 r0
 // t's sums are exactly those of the same GEMV of that row alone (the same order: a batch decodes as each alone).
 // TPR: threads a row group shares (all 64, or for short rows 8..32: the block then holds 64 / TPR groups of R rows,
 // r0 the first group's; a multiple of the items per super-block, so an item's place depends on its lane alone).
-template <class Q, int R, int NT, int TPR = GEMV_X16_THREADS>
+// U: items a thread takes per loop step (their loads issued together; an item past the row reads the row's last
+// item and adds nothing, so the sums and their order are those of U = 1).
+template <class Q, int R, int NT, int TPR = GEMV_X16_THREADS, int U = 1>
 __device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned char* xq, int n, float* y, int rows, i64 r0,
                                               const float* addTo, float scale) {
     static_assert(TPR == GEMV_X16_THREADS || (TPR >= 8 && TPR <= 32 && (TPR & (TPR - 1)) == 0), "a row group is the block or part of a warp");
@@ -312,7 +313,27 @@ __device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned cha
     i64 xStride = x16_row_bytes(w.cols);
     float acc[NT][R] = {};
     auto row = [&](int rr) { return min(r0 + rr, (i64) rows - 1); };
-    for (int it = tid; it < items; it += TPR) {
+    for (int it0 = tid; it0 < items; it0 += U * TPR) {
+      if (U > 1) {   // one token row, U items: every load first (no branch between them), then the sums in item order
+        static_assert(U == 1 || NT == 1, "U items a step: one token row");
+        typename Q::X x[U];
+        typename Q::W wr[U][R];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int it = min(it0 + u * TPR, items - 1);
+            x[u] = Q::x(xq, w.cols, it, tid);
+#pragma unroll
+            for (int rr = 0; rr < R; rr++) wr[u][rr] = Q::w(w, row(rr), it, tid);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int rr = 0; rr < R; rr++) {
+                float d = Q::dot(wr[u][rr], x[u]);
+                if (it0 + u * TPR < items) acc[0][rr] += d;
+            }
+      } else {
+        int it = it0;
         if (NT == 1 && Q::INLINE) {
             // one token row: each weight row decoded where it is used (fewer live registers: measured faster on Q4_K)
             typename Q::X x = Q::x(xq, w.cols, it, tid);
@@ -331,6 +352,7 @@ __device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned cha
                 for (int rr = 0; rr < R; rr++) acc[t][rr] += Q::dot(wr[rr], x);
             }
         }
+      }
     }
     if (TPR == GEMV_X16_THREADS) {
         gemv_x16_rows_out<R, NT>(acc, n, r0, rows, y, addTo, scale);
@@ -608,12 +630,15 @@ struct Q6kItem {
 #define GEMV_PLAN_STAGED 0
 #define GEMV_PLAN_DIRECT 1
 #define GEMV_PLAN_X16 2
-template <int T> struct GemvPlan { static const int KIND = GEMV_PLAN_STAGED, ROWS = GEMV_STAGED_ROWS; };
-template <> struct GemvPlan<WT_F16> { static const int KIND = GEMV_PLAN_DIRECT, ROWS = GEMV_DIRECT_ROWS; };
-template <> struct GemvPlan<WT_W4A16> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS; };
-template <> struct GemvPlan<WT_Q4_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS; };
-template <> struct GemvPlan<WT_Q8_0> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS; };
-template <> struct GemvPlan<WT_Q6_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS; };
+// U: an x16 type's items a thread loads at once in the one-token-row kernel gemv_x16_<t> (gemv_x16_impl's U; the lab
+// measured Q4_K 70.2 -> 65.8 us an 8B layer with 2, the others no faster; the _multi kernels keep 1: with 2,
+// Q4_K's spilled at 64 registers)
+template <int T> struct GemvPlan { static const int KIND = GEMV_PLAN_STAGED, ROWS = GEMV_STAGED_ROWS, U = 1; };
+template <> struct GemvPlan<WT_F16> { static const int KIND = GEMV_PLAN_DIRECT, ROWS = GEMV_DIRECT_ROWS, U = 1; };
+template <> struct GemvPlan<WT_W4A16> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
+template <> struct GemvPlan<WT_Q4_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 2; };
+template <> struct GemvPlan<WT_Q8_0> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
+template <> struct GemvPlan<WT_Q6_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
 
 template <int T>
 __device__ __forceinline__ void gemv_one_impl(const WView& w, const float* x, float* y, int rows) {
@@ -775,7 +800,8 @@ static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelC
 #define GEMV_X16_KERNELS(NAME, NT, T, ITEM, BOUNDS, MULTI_BOUNDS)                                                                        \
     extern "C" __global__ void __launch_bounds__ BOUNDS NAME(WEIGHT_PARAMS, const unsigned char* xq, int n, float* y, \
                                                                         int rows, const float* addTo, float scale) {   \
-        gemv_x16_impl<ITEM, GemvPlan<T>::ROWS, NT>(WEIGHT_VIEW, xq, n, y, rows, (i64) blockIdx.x * GemvPlan<T>::ROWS, addTo, scale); \
+        gemv_x16_impl<ITEM, GemvPlan<T>::ROWS, NT, GEMV_X16_THREADS, NT == 1 ? GemvPlan<T>::U : 1>(WEIGHT_VIEW, xq, n, y, rows,  \
+                                                                     (i64) blockIdx.x * GemvPlan<T>::ROWS, addTo, scale);  \
     }                                                                                                                      \
     extern "C" __global__ void __launch_bounds__ MULTI_BOUNDS NAME##_multi(const GemvPart* parts, int nparts, int cols, \
                                                                                 const unsigned char* xq, int n) {       \

@@ -15,7 +15,7 @@ extern "C" __global__ void rmsnorm(const float* x, const float* w, float* out, i
     float ss = 0.f;
     for (int i = threadIdx.x; i < groupElems; i += blockDim.x) {
         float v = xg[i];
-        ss += v * v;
+        ss = __fmaf_rn(v, v, ss);
     }
     ss = block_sum(ss, red);
     float inv = 1.f / sqrtf(ss / (float) groupElems + eps);

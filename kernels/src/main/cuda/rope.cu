@@ -17,7 +17,7 @@ extern "C" __global__ void rope_neox(float* x, int rows, int heads, float* x2, i
         float angle = __fmul_rn((float) step_pos(step, row), invFreq[i]);
         float c = cosf(angle), s = sinf(angle);
         float a = base[i], b = base[i + half];
-        base[i] = a * c - b * s;
-        base[i + half] = b * c + a * s;
+        base[i] = rope_first(a, b, c, s);
+        base[i + half] = rope_second(a, b, c, s);
     }
 }

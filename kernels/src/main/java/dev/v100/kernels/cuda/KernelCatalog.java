@@ -72,6 +72,8 @@ public final class KernelCatalog {
     public static final int ATTN_DECODE_CHUNK_TOKENS = KV_PAGE_TOKENS;
     public static final int ATTN_THREADS = 128;
     public static final int ATTN_MAX_HEAD_DIM = 256;
+    /** qk_prep (q/k norm + RoPE + KV store in one launch): a warp per (row, head), this many a block. */
+    public static final int PREP_WARPS = 4;
     /** MoE routing (moe_route): threads per block (a warp per token), and experts at most (32 per lane). */
     public static final int ROUTE_THREADS = 128;
     public static final int ROUTE_MAX_EXPERTS = 1024;
@@ -136,7 +138,7 @@ public final class KernelCatalog {
         }
         add("attention", "kv_store", ew, 0);
         add("attention", "attn_decode", ATTN_THREADS, 0);
-        add("attention", "attn_combine", ATTN_THREADS, 0);
+        add("attention", "qk_prep", 32 * PREP_WARPS, 0);
         add("attention", "attn_prefill", ATTN_THREADS, attnPrefillSmemBytes(ATTN_MAX_HEAD_DIM));
         add("logits", "argmax_rows", ew, 0);
         for (String t : allWeightSuffixes()) {

@@ -3,7 +3,7 @@ package dev.v100.kernels.ref;
 /**
  * The 16-bit copy of x that the x16 GEMVs multiply (gemv.cu's gemv_x16_quantize, common.cuh's x16_store_unit), as
  * the values it stands for: per 32-element unit, s = max |x| / 32767 (1 for a unit of zeros) and x16 = rint(x / s)
- * (IEEE fp32 division, round half to even, as the kernel), so x16 * s. A unit holding a non-finite value becomes
+ * (IEEE fp32 division, round half to even, clamped to +-32767, as the kernel), so x16 * s. A unit holding a non-finite value becomes
  * NaN throughout (the kernel's NaN scale). A product of these values in double is what the kernel computes up to
  * its fp32 sums; its distance from the product of x is the 16-bit rounding alone.
  */
@@ -25,8 +25,18 @@ public final class RefX16 {
                 finite &= Float.isFinite(x[i]);
             }
             float s = m > 0 ? m / 32767f : 1f;
-            for (int i = u; i < u + UNIT; i++) out[i] = finite ? (float) Math.rint(x[i] / s) * s : Float.NaN;
+            for (int i = u; i < u + UNIT; i++) out[i] = finite ? code(x[i] / s) * s : Float.NaN;
         }
         return out;
+    }
+
+    /**
+     * The kernel's 16-bit code of x / s: rounded half to even and clamped to +-32767 (cvt.rni.s32 saturates, NaN gives
+     * 0). The clamp matters only for a subnormal s (a unit whose max |x| is below ~1e-37): x / s can then pass 32767,
+     * or be infinite (s underflowed to 0) or NaN (0 / 0).
+     */
+    static float code(float q) {
+        if (Float.isNaN(q)) return 0;
+        return (float) Math.max(-32767, Math.min(32767, Math.rint(q)));
     }
 }

@@ -90,7 +90,7 @@ class KernelSourceMirrorTest {
     @Test
     void attentionPageAndHeadLimitsMirrorAttentionCu() throws IOException {
         mirrors("attention.cu", Map.of("PAGE", KernelCatalog.KV_PAGE_TOKENS, "ATTN_MAX_HD", KernelCatalog.ATTN_MAX_HEAD_DIM,
-                "THREADS", KernelCatalog.ATTN_THREADS));
+                "THREADS", KernelCatalog.ATTN_THREADS, "PREP_WARPS", KernelCatalog.PREP_WARPS));
     }
 
     @Test

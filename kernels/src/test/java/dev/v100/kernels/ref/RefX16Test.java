@@ -47,4 +47,18 @@ class RefX16Test {
         for (int i = 64; i < 96; i++) assertTrue(Float.isNaN(r[i]), "the unit holding +Inf: NaN at " + i);
         assertThrows(IllegalArgumentException.class, () -> RefX16.rounded(new float[33]));
     }
+
+    @Test
+    void subnormalScalesClampTheCodeAndAnUnderflowedScaleGivesZeros() {
+        float top = (float) (32767 * 1000.4 * Math.pow(2, -149));   // s = fl(top / 32767) = 1000 * 2^-149, top / s > 32767
+        float[] x = new float[64];
+        for (int i = 0; i < 32; i++) x[i] = i == 3 ? -top : top * i / 64;
+        x[40] = 1e-41f;                                             // s = 1e-41 / 32767 underflows to 0
+        x[41] = -3e-42f;
+        float[] r = RefX16.rounded(x);
+        float s = top / 32767f;
+        assertEquals(-32767 * s, r[3], 0f, "the largest element clamped to -32767 steps, not wrapped");
+        for (int i = 0; i < 32; i++) assertTrue(Math.abs(r[i]) <= 32767 * s, "within 32767 steps at " + i);
+        for (int i = 32; i < 64; i++) assertEquals(0f, Math.abs(r[i]), "a scale of 0: zeros at " + i);
+    }
 }

@@ -187,6 +187,34 @@ public interface Backend extends AutoCloseable {
      */
     void attention(Buffer q, Buffer k, Buffer v, KvCache cache, int startPos, float scale, Buffer out);
 
+    /**
+     * A layer's attention from its q, k, v projections: per-head RMSNorm of q and of k in place (qNorm, kNorm [headDim];
+     * both null for models without them), RoPE of both in place, then {@link #attention}. One op where a backend can
+     * fuse them (the CUDA backend: one launch before the attention's own); q and k end as the parts leave them.
+     */
+    default void normRopeAttention(Buffer q, Buffer k, Buffer v, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
+                                   KvCache cache, int startPos, float scale, Buffer out) {
+        if ((qNorm == null) != (kNorm == null)) throw new BackendException("normRopeAttention: q and k norms go together");
+        if (qNorm != null) {
+            rmsNorm(q, qNorm, headDim, eps, q);
+            rmsNorm(k, kNorm, headDim, eps, k);
+        }
+        ropePair(q, k, headDim, rope, startPos);
+        attention(q, k, v, cache, startPos, scale, out);
+    }
+
+    /** {@link #normRopeAttention} of a decode batch: row i at positions[i] of caches[i] (as {@link #attentionRows}). */
+    default void normRopeAttentionRows(Buffer q, Buffer k, Buffer v, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
+                                       KvCache[] caches, int[] positions, float scale, Buffer out) {
+        if ((qNorm == null) != (kNorm == null)) throw new BackendException("normRopeAttentionRows: q and k norms go together");
+        if (qNorm != null) {
+            rmsNorm(q, qNorm, headDim, eps, q);
+            rmsNorm(k, kNorm, headDim, eps, k);
+        }
+        ropeRowsPair(q, k, headDim, rope, positions);
+        attentionRows(q, k, v, caches, positions, scale, out);
+    }
+
     /** out = silu(gate) * up, elementwise; out may be gate. */
     void siluMul(Buffer gate, Buffer up, Buffer out);
 

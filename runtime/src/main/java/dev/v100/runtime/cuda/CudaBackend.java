@@ -72,7 +72,7 @@ public final class CudaBackend implements Backend {
     private int lastLayer = -1;
     private boolean closed;
     // the fixed kernels, resolved once
-    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnCombine,
+    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kQkPrep,
             kAttnPrefill, kArgmax, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
@@ -103,7 +103,7 @@ public final class CudaBackend implements Backend {
         kRope = device.kernel("rope_neox");
         kKvStore = device.kernel("kv_store");
         kAttnDecode = device.kernel("attn_decode");
-        kAttnCombine = device.kernel("attn_combine");
+        kQkPrep = device.kernel("qk_prep");
         kAttnPrefill = device.kernel("attn_prefill");
         kArgmax = device.kernel("argmax_rows");
         kCopyColumns = device.kernel("copy_columns");
@@ -358,17 +358,21 @@ public final class CudaBackend implements Backend {
         if (groups == 0) return;
         // few groups (decode) get wide blocks, whose latency is the op's time; one group (a decode row) not written
         // in place is split over blocks of NORM_SPLIT_ELEMS outputs (each sums the whole row's squares)
-        int max = groups < NORM_FEW_GROUPS ? KernelCatalog.NORM_MAX_THREADS : EW;
         boolean inPlace = ob.overlaps(xb);
         int split = groups == 1 && !inPlace && groupElems >= 2 * NORM_SPLIT_ELEMS ? (groupElems + NORM_SPLIT_ELEMS - 1) / NORM_SPLIT_ELEMS : 1;
-        if (split > 1) max = NORM_SPLIT_ELEMS;
-        int threads = Math.min(max, (groupElems / 4 + 31) / 32 * 32);
-        threads = Math.max(32, Math.min(threads, max));
+        int threads = normThreads(groups, groupElems, split);
         long x16 = groups == 1 ? x16Target(ob) : 0;
         device.launch(kRmsNorm).ptr(xb.address).ptr(wt.vector).ptr(ob.address).i32(groupElems).f32(eps).ptr(x16).i32(split)
                 .go(groups * split, 1, 1, threads, 0);
         if (x16 != 0) x16Made(ob, x16);
         checked("rmsNorm", ob);
+    }
+
+    /** rmsnorm's threads a block for groups of groupElems split over split blocks each (qk_prep sums in the same order). */
+    static int normThreads(long groups, int groupElems, int split) {
+        int max = split > 1 ? NORM_SPLIT_ELEMS : groups < NORM_FEW_GROUPS ? KernelCatalog.NORM_MAX_THREADS : EW;
+        int threads = Math.min(max, (groupElems / 4 + 31) / 32 * 32);
+        return Math.max(32, Math.min(threads, max));
     }
 
     @Override
@@ -729,6 +733,69 @@ public final class CudaBackend implements Backend {
 
     @Override
     public void attention(Buffer q, Buffer k, Buffer v, KvCache cache, int startPos, float scale, Buffer out) {
+        attend(q, k, v, cache, startPos, scale, out, null);
+    }
+
+    /**
+     * What qk_prep does in place of kv_store: q/k norms (both null or both [headDim] F32 vectors) and the rope, with
+     * rmsnorm's threads for the norms' sums (the same for q's and k's groups).
+     */
+    private record Prep(CudaWeight qNorm, CudaWeight kNorm, float eps, int headDim, Rope rope, long freqs, int normThreads) {}
+
+    /** The Prep of normRopeAttention(Rows), or null where qk_prep does not take it (the ops one by one then). */
+    private Prep prep(String op, CudaBuffer qb, CudaBuffer kb, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope) {
+        if ((qNorm == null) != (kNorm == null)) throw new BackendException(op + ": q and k norms go together");
+        CudaWeight qn = qNorm == null ? null : w(qNorm), kn = kNorm == null ? null : w(kNorm);
+        for (CudaWeight nw : new CudaWeight[] {qn, kn}) {
+            if (nw != null && (nw.vector == 0 || nw.cols != headDim)) throw new BackendException(op + ": norm " + nw + " is not a vector of " + headDim);
+        }
+        if (headDim > KernelCatalog.ATTN_MAX_HEAD_DIM || rope.rotaryDim() > headDim || rope.rotaryDim() % 2 != 0) return null;
+        int threads = normThreads((long) qb.rows * (qb.cols / headDim), headDim, 1);
+        if (threads != normThreads((long) kb.rows * (kb.cols / headDim), headDim, 1)) return null;
+        // the frequencies before any launch of the op (their first upload is a copy on the stream)
+        return new Prep(qn, kn, eps, headDim, rope, ropeFrequencies(rope), threads);
+    }
+
+    @Override
+    public void normRopeAttention(Buffer q, Buffer k, Buffer v, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope, KvCache cache,
+                                  int startPos, float scale, Buffer out) {
+        Prep p = prep("normRopeAttention", buf(q), buf(k), qNorm, kNorm, eps, headDim, rope);
+        if (p == null) {
+            Backend.super.normRopeAttention(q, k, v, qNorm, kNorm, eps, headDim, rope, cache, startPos, scale, out);
+        } else {
+            attend(q, k, v, cache, startPos, scale, out, p);
+        }
+    }
+
+    @Override
+    public void normRopeAttentionRows(Buffer q, Buffer k, Buffer v, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
+                                      KvCache[] caches, int[] positions, float scale, Buffer out) {
+        Prep p = prep("normRopeAttentionRows", buf(q), buf(k), qNorm, kNorm, eps, headDim, rope);
+        if (p == null || !attendRows(q, k, v, caches, positions, scale, out, p)) {
+            Backend.super.normRopeAttentionRows(q, k, v, qNorm, kNorm, eps, headDim, rope, caches, positions, scale, out);
+        }
+    }
+
+    /** kv_store, or (prep) qk_prep, of n rows at the step block's positions (row tables: 0, or a decode batch's). */
+    private void store(Prep prep, CudaBuffer qb, CudaBuffer kb, CudaBuffer vb, int n, int heads, int kvHeads, int hd, long pool, long table,
+                       long rowTables, long stride, long step) {
+        if (prep == null) {
+            device.launch(kKvStore).ptr(kb.address).ptr(vb.address).i32(n).i32(kvHeads).i32(hd).ptr(pool).ptr(table).ptr(rowTables).i64(stride).ptr(step)
+                    .go(blocks((long) n * kvHeads * hd), 1, 1, EW, 0);
+            return;
+        }
+        if (prep.headDim != hd) throw new BackendException("normRopeAttention: head dim " + prep.headDim + " against a cache of head dim " + hd);
+        if (prep.qNorm != null) note(prep.qNorm);
+        long warps = (long) n * (heads + 2 * kvHeads);
+        device.launch(kQkPrep).ptr(qb.address).ptr(kb.address).ptr(vb.address).i32(n).i32(heads).i32(kvHeads).i32(hd).i32(prep.rope.rotaryDim())
+                .ptr(prep.freqs).ptr(prep.qNorm == null ? 0 : prep.qNorm.vector).ptr(prep.kNorm == null ? 0 : prep.kNorm.vector)
+                .f32(prep.eps).i32(prep.normThreads).ptr(pool).ptr(table).ptr(rowTables).i64(stride).ptr(step)
+                .go((warps + KernelCatalog.PREP_WARPS - 1) / KernelCatalog.PREP_WARPS, 1, 1, 32 * KernelCatalog.PREP_WARPS, 0);
+        checked("normRopeAttention (q)", qb);
+        checked("normRopeAttention (k)", kb);
+    }
+
+    private void attend(Buffer q, Buffer k, Buffer v, KvCache cache, int startPos, float scale, Buffer out, Prep prep) {
         CudaBuffer qb = buf(q), kb = buf(k), vb = buf(v), ob = buf(out);
         if (!(cache instanceof CudaKvCache c) || c.owner.device != device) throw new BackendException("attention: " + cache + " is not a KV cache of " + name);
         int kvCols = c.kvHeads * c.headDim;
@@ -746,8 +813,7 @@ public final class CudaBackend implements Backend {
         int heads = qb.cols / c.headDim, hd = c.headDim;
         c.ensure(startPos + n, name + " layer " + lastLayer);
         long pool = c.poolBase(), stride = c.pageStrideElems();
-        long kvElems = (long) n * kvCols;
-        long partO = 0, partML = 0, x16 = 0;
+        long partO = 0, partML = 0, done = 0, x16 = 0;
         int splits = 0;
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
             int threadsPerKey = KernelCatalog.ATTN_THREADS / KernelCatalog.ATTN_DECODE_CHUNK_TOKENS;
@@ -760,17 +826,15 @@ public final class CudaBackend implements Backend {
             // scratch before any launch of this op: growing one frees the old (and drops cached graphs)
             partO = device.scratch("attn-partials", 4L * parts * hd);
             partML = device.scratch("attn-maxsum", 8L * parts);
-            if (n == 1 && hd % 32 == 0) x16 = x16Target(ob);   // a warp of attn_combine writes one 32-element unit
+            done = device.scratchZeroed("attn-done", 4L * n * heads);
+            if (n == 1 && hd % 32 == 0) x16 = x16Target(ob);   // a warp of the merge writes one 32-element unit
         }
         device.setStepPosition(startPos);
         long step = device.stepBlock();
-        device.launch(kKvStore).ptr(kb.address).ptr(vb.address).i32(n).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).ptr(0).i64(stride).ptr(step)
-                .go(blocks(kvElems), 1, 1, EW, 0);
+        store(prep, qb, kb, vb, n, heads, c.kvHeads, hd, pool, c.table, 0, stride, step);
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
             device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).ptr(0).i64(stride).ptr(step).f32(scale)
-                    .i32(splits).ptr(partO).ptr(partML).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
-            device.launch(kAttnCombine).ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address).ptr(x16)
-                    .go(heads, n, 1, KernelCatalog.ATTN_THREADS, 0);
+                    .i32(splits).ptr(partO).ptr(partML).ptr(done).ptr(ob.address).ptr(x16).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
             if (x16 != 0) x16Made(ob, x16);
         } else {
             int smem = KernelCatalog.attnPrefillSmemBytes(hd);
@@ -865,6 +929,11 @@ public final class CudaBackend implements Backend {
      */
     @Override
     public void attentionRows(Buffer q, Buffer k, Buffer v, KvCache[] caches, int[] positions, float scale, Buffer out) {
+        if (!attendRows(q, k, v, caches, positions, scale, out, null)) Backend.super.attentionRows(q, k, v, caches, positions, scale, out);
+    }
+
+    /** attentionRows (prep: normRopeAttentionRows) in one launch of each kernel, or false where the rows are no batch of one launch. */
+    private boolean attendRows(Buffer q, Buffer k, Buffer v, KvCache[] caches, int[] positions, float scale, Buffer out, Prep prep) {
         CudaBuffer qb = buf(q), kb = buf(k), vb = buf(v), ob = buf(out);
         int n = qb.rows;
         if (caches.length != n || positions.length != n) {
@@ -877,10 +946,7 @@ public final class CudaBackend implements Backend {
             cs[i] = c;
             batched &= c.kvHeads == cs[0].kvHeads && c.headDim == cs[0].headDim;
         }
-        if (!batched) {
-            Backend.super.attentionRows(q, k, v, caches, positions, scale, out);
-            return;
-        }
+        if (!batched) return false;
         CudaKvCache c0 = cs[0];
         int kvCols = c0.kvHeads * c0.headDim, hd = c0.headDim;
         if (kb.cols != kvCols || vb.cols != kvCols || kb.rows != n || vb.rows != n || qb.cols % hd != 0 || (qb.cols / hd) % c0.kvHeads != 0) {
@@ -894,7 +960,7 @@ public final class CudaBackend implements Backend {
             }
             maxPos = Math.max(maxPos, positions[i]);
         }
-        if (n == 0) return;
+        if (n == 0) return true;
         device.bind();
         int heads = qb.cols / hd;
         for (int i = 0; i < n; i++) cs[i].ensure(positions[i] + 1, name + " layer " + lastLayer);
@@ -907,17 +973,15 @@ public final class CudaBackend implements Backend {
         // scratch and the table array before any launch of this op: growing or making one may free (and drop cached graphs)
         long partO = device.scratch("attn-partials", 4L * parts * hd);
         long partML = device.scratch("attn-maxsum", 8L * parts);
+        long done = device.scratchZeroed("attn-done", 4L * n * heads);
         long tables = rowTables(cs);
         device.setStepRowPositions(positions);
         long step = device.stepBlock();
-        long kvElems = (long) n * kvCols;
-        device.launch(kKvStore).ptr(kb.address).ptr(vb.address).i32(n).i32(c0.kvHeads).i32(hd).ptr(pool).ptr(c0.table).ptr(tables).i64(stride).ptr(step)
-                .go(blocks(kvElems), 1, 1, EW, 0);
+        store(prep, qb, kb, vb, n, heads, c0.kvHeads, hd, pool, c0.table, tables, stride, step);
         device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c0.kvHeads).i32(hd).ptr(pool).ptr(c0.table).ptr(tables).i64(stride).ptr(step).f32(scale)
-                .i32(splits).ptr(partO).ptr(partML).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
-        device.launch(kAttnCombine).ptr(partO).ptr(partML).i32(heads).i32(hd).i32(splits).ptr(ob.address).ptr(0)
-                .go(heads, n, 1, KernelCatalog.ATTN_THREADS, 0);
+                .i32(splits).ptr(partO).ptr(partML).ptr(done).ptr(ob.address).ptr(0).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
         checked("attentionRows", ob);
+        return true;
     }
 
     @Override

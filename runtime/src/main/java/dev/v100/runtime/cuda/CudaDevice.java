@@ -329,6 +329,15 @@ public final class CudaDevice implements AutoCloseable {
     }
 
     /** A grow-only device scratch buffer of at least {@code bytes} (contents undefined). */
+    /** {@link #scratch}, zeroed when (re)allocated: counters its kernels leave at zero. */
+    long scratchZeroed(String key, long bytes) {
+        long[] s = scratch.get(key);
+        if (s != null && s[1] >= bytes) return s[0];
+        long a = scratch(key, bytes);
+        Cuda.check(cuMemsetD8Async(a, (byte) 0, scratch.get(key)[1], stream()), "cuMemsetD8Async", "zeroing scratch " + key);
+        return a;
+    }
+
     long scratch(String key, long bytes) {
         long[] s = scratch.get(key);
         if (s != null && s[1] >= bytes) return s[0];

@@ -265,13 +265,7 @@ public final class DecoderModel implements AutoCloseable {
             r.trace.record(Trace.Q, layer, q);
             r.trace.record(Trace.K, layer, k);
             r.trace.record(Trace.V, layer, v);
-            if (w.qNorm() != null) {
-                b.rmsNorm(q, w.qNorm(), hd, eps, q);
-                b.rmsNorm(k, w.kNorm(), hd, eps, k);
-                r.trace.record(Trace.Q_NORM, layer, q);
-                r.trace.record(Trace.K_NORM, layer, k);
-            }
-            ropeAndAttend(b, r.trace, layer, hd, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
+            normRopeAndAttend(b, r.trace, layer, hd, w.qNorm(), w.kNorm(), eps, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
             project(b, fuse, att, w.o(), resMul, proj, x, partials);
         }
         if (!fuse) collectives.allReduceSum(partials);
@@ -326,10 +320,40 @@ public final class DecoderModel implements AutoCloseable {
     }
 
     /**
+     * Per-head RMSNorm of q and k (qNorm, kNorm: both null for models without them), RoPE of both, then causal
+     * attention into att, for the rows' positions and sequence slots (a decode batch: each row its own position and
+     * KV cache). Untraced, one backend op (normRopeAttention, fused where the backend can); traced, the parts one by
+     * one, each recorded.
+     */
+    static void normRopeAndAttend(Backend b, Trace trace, int layer, int headDim, dev.v100.runtime.backend.Weight qNorm,
+                                  dev.v100.runtime.backend.Weight kNorm, float eps, dev.v100.runtime.backend.Rope rope, Buffer q, Buffer k, Buffer v,
+                                  java.util.function.IntFunction<dev.v100.runtime.backend.KvCache> cacheOfSlot, Rows rows, float scale, Buffer att) {
+        if (trace.enabled()) {
+            if (qNorm != null) {
+                b.rmsNorm(q, qNorm, headDim, eps, q);
+                b.rmsNorm(k, kNorm, headDim, eps, k);
+                trace.record(Trace.Q_NORM, layer, q);
+                trace.record(Trace.K_NORM, layer, k);
+            }
+            ropeAndAttend(b, trace, layer, headDim, rope, q, k, v, cacheOfSlot, rows, scale, att);
+        } else if (!rows.batched()) {
+            b.normRopeAttention(q, k, v, qNorm, kNorm, eps, headDim, rope, cacheOfSlot.apply(rows.slot()), rows.startPos(), scale, att);
+        } else {
+            int[] pos = new int[rows.n()];
+            dev.v100.runtime.backend.KvCache[] caches = new dev.v100.runtime.backend.KvCache[rows.n()];
+            for (int i = 0; i < pos.length; i++) {
+                pos[i] = rows.positionOf(i);
+                caches[i] = cacheOfSlot.apply(rows.slotOf(i));
+            }
+            b.normRopeAttentionRows(q, k, v, qNorm, kNorm, eps, headDim, rope, caches, pos, scale, att);
+        }
+    }
+
+    /**
      * RoPE of q and k, then causal attention into att, for the rows' positions and sequence slots: one op
      * each for a chunk, per row for a decode batch (each row its own position and KV cache).
      */
-    static void ropeAndAttend(Backend b, Trace trace, int layer, int headDim, dev.v100.runtime.backend.Rope rope, Buffer q, Buffer k, Buffer v,
+    private static void ropeAndAttend(Backend b, Trace trace, int layer, int headDim, dev.v100.runtime.backend.Rope rope, Buffer q, Buffer k, Buffer v,
                               java.util.function.IntFunction<dev.v100.runtime.backend.KvCache> cacheOfSlot, Rows rows, float scale, Buffer att) {
         if (!rows.batched()) {
             b.ropePair(q, k, headDim, rope, rows.startPos());

@@ -330,11 +330,7 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         tr.record(ATTN_GATE, layer, gate);
         tr.record(Trace.K, layer, k);
         tr.record(Trace.V, layer, v);
-        b.rmsNorm(q, w.qNorm, d, eps, q);
-        b.rmsNorm(k, w.kNorm, d, eps, k);
-        tr.record(Trace.Q_NORM, layer, q);
-        tr.record(Trace.K_NORM, layer, k);
-        DecoderModel.ropeAndAttend(b, tr, layer, d, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
+        DecoderModel.normRopeAndAttend(b, tr, layer, d, w.qNorm, w.kNorm, eps, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
         b.sigmoidMul(att, gate, att);
         tr.record(ATTN_GATED, layer, att);
         return att;

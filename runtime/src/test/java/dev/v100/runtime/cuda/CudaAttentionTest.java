@@ -119,7 +119,7 @@ class CudaAttentionTest {
     }
 
     /**
-     * One decode row's attention writes its output's 16-bit copy for gemv_x16_* (attn_combine, when a weight of the
+     * One decode row's attention writes its output's 16-bit copy for gemv_x16_* (attn_decode's merge, when a weight of the
      * backend runs it): the o projection that follows is one launch and computes the product of the rounded output.
      */
     @Test
@@ -147,6 +147,83 @@ class CudaAttentionTest {
                 assertTrue(e <= CudaMatmulTest.GEMV_NMSE, "start " + startPos + ": NMSE " + e + " against the product of the rounded output");
             }
         }
+    }
+
+    /**
+     * normRopeAttention (qk_prep: q/k norms, RoPE and the KV store in one launch, then attn_decode with its merge)
+     * is bit for bit the parts one by one (rmsNorm of q and k, ropePair, attention): q and k as the parts leave
+     * them, the output, and the cache it wrote (a decode step after it on each cache, compared too). Head dims 64,
+     * 128 and 256 with partial rotary, with and without norms, prefill chunks, decode rows, a decode batch.
+     */
+    @Test
+    void normRopeAttentionIsThePartsOneByOne() {
+        record Case(Geometry g, int rotaryDim, boolean norms) {}
+        Case[] cases = {new Case(new Geometry(8, 2, 128), 128, true), new Case(new Geometry(4, 2, 256), 64, true),
+                new Case(new Geometry(8, 2, 64), 64, false), new Case(new Geometry(6, 2, 80), 40, true)};
+        try (CudaBackend b = backend("normRopeAttention")) {
+            SplittableRandom rnd = new SplittableRandom(31);
+            for (Case c : cases) {
+                Geometry g = c.g();
+                int hd = g.headDim(), qCols = g.heads() * hd, kvCols = g.kvHeads() * hd;
+                float eps = 1e-6f, scale = (float) (1 / Math.sqrt(hd));
+                dev.v100.runtime.backend.Rope rope = dev.v100.runtime.backend.Rope.of(
+                        new dev.v100.formats.bundle.ModelConfig.Rope(1e6, c.rotaryDim(), "neox", null, false), null);
+                dev.v100.runtime.backend.Weight qn = c.norms() ? b.weight("blk.0.attn_q_norm.weight", dev.v100.formats.ggml.GgmlType.F32, new long[] {hd},
+                        CudaOpsTest.f32Bytes(halves(rnd, hd, 1))) : null;
+                dev.v100.runtime.backend.Weight kn = c.norms() ? b.weight("blk.0.attn_k_norm.weight", dev.v100.formats.ggml.GgmlType.F32, new long[] {hd},
+                        CudaOpsTest.f32Bytes(halves(rnd, hd, 1))) : null;
+                int capacity = 300;
+                KvCache fusedCache = b.allocateKvCache(g.kvHeads(), hd, capacity), partsCache = b.allocateKvCache(g.kvHeads(), hd, capacity);
+                int pos = 0;
+                for (int n : new int[] {40, 1, 3, 1, 100, 1}) {   // a prefill chunk, decode rows, a chunk past a page, a decode row
+                    String what = c + " at " + pos + ", " + n + " rows";
+                    float[] q = halves(rnd, n * qCols, 4), k = halves(rnd, n * kvCols, 4), v = halves(rnd, n * kvCols, 1);
+                    Buffer[] fused = io(b, n, qCols, kvCols, q, k, v), parts = io(b, n, qCols, kvCols, q, k, v);
+                    // the parts first: they size the scratch both use (so the fused op's launches are all it issues)
+                    if (c.norms()) {
+                        b.rmsNorm(parts[0], qn, hd, eps, parts[0]);
+                        b.rmsNorm(parts[1], kn, hd, eps, parts[1]);
+                    }
+                    b.ropePair(parts[0], parts[1], hd, rope, pos);
+                    b.attention(parts[0], parts[1], parts[2], partsCache, pos, scale, parts[3]);
+                    ((CudaKvCache) fusedCache).ensure(pos + n, "test");   // its pages too
+                    long before = b.device.issued();
+                    b.normRopeAttention(fused[0], fused[1], fused[2], qn, kn, eps, hd, rope, fusedCache, pos, scale, fused[3]);
+                    if (n <= 4) assertEquals(2, b.device.issued() - before, what + ": qk_prep + attn_decode");
+                    assertArrayEquals(b.read(parts[0]), b.read(fused[0]), what + ": q");
+                    assertArrayEquals(b.read(parts[1]), b.read(fused[1]), what + ": k");
+                    assertArrayEquals(b.read(parts[3]), b.read(fused[3]), what + ": the attention output");
+                    pos += n;
+                }
+                // a decode batch of two rows, each in its own pair of caches (the last position of each written above)
+                KvCache f2 = b.allocateKvCache(g.kvHeads(), hd, capacity), p2 = b.allocateKvCache(g.kvHeads(), hd, capacity);
+                int[] positions = {pos, 0};
+                float[] q = halves(rnd, 2 * qCols, 4), k = halves(rnd, 2 * kvCols, 4), v = halves(rnd, 2 * kvCols, 1);
+                Buffer[] fused = io(b, 2, qCols, kvCols, q, k, v), parts = io(b, 2, qCols, kvCols, q, k, v);
+                b.normRopeAttentionRows(fused[0], fused[1], fused[2], qn, kn, eps, hd, rope, new KvCache[] {fusedCache, f2}, positions, scale, fused[3]);
+                if (c.norms()) {
+                    b.rmsNorm(parts[0], qn, hd, eps, parts[0]);
+                    b.rmsNorm(parts[1], kn, hd, eps, parts[1]);
+                }
+                b.ropeRowsPair(parts[0], parts[1], hd, rope, positions);
+                b.attentionRows(parts[0], parts[1], parts[2], new KvCache[] {partsCache, p2}, positions, scale, parts[3]);
+                assertArrayEquals(b.read(parts[0]), b.read(fused[0]), c + " batch: q");
+                assertArrayEquals(b.read(parts[1]), b.read(fused[1]), c + " batch: k");
+                assertArrayEquals(b.read(parts[3]), b.read(fused[3]), c + " batch: the attention output");
+            }
+        }
+    }
+
+    /** q, k, v written, and an output poisoned with NaN. */
+    private static Buffer[] io(CudaBackend b, int n, int qCols, int kvCols, float[] q, float[] k, float[] v) {
+        Buffer qb = b.allocate("q", n, qCols), kb = b.allocate("k", n, kvCols), vb = b.allocate("v", n, kvCols), ob = b.allocate("o", n, qCols);
+        b.write(qb, q, 0);
+        b.write(kb, k, 0);
+        b.write(vb, v, 0);
+        float[] poison = new float[n * qCols];
+        Arrays.fill(poison, Float.NaN);
+        b.write(ob, poison, 0);
+        return new Buffer[] {qb, kb, vb, ob};
     }
 
     static void check(CudaBackend b, Geometry g, int startPos, int n, SplittableRandom rnd) {

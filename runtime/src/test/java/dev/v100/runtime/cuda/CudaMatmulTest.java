@@ -298,6 +298,38 @@ class CudaMatmulTest {
     }
 
     /**
+     * Units of x so small that their scale max |x| / 32767 is subnormal: rounded down, x / s passes 32767 at the
+     * unit's largest element (here by construction: max |x| = 32767 * 1000.4 * 2^-149, s = 1000 * 2^-149), which
+     * the quantizer clamps to 32767 instead of wrapping the 16-bit code (a sign flip). A unit whose scale underflows
+     * to 0 contributes exactly 0. Against the product of RefX16's rounding, which mirrors both.
+     */
+    @Test
+    void x16OfSubnormalScaleUnits() {
+        try (CudaBackend b = backend("x16 subnormal scales")) {
+            SplittableRandom rnd = new SplittableRandom(26);
+            int rows = 40, cols = 256;
+            Q4K q = Q4K.random(b, "blk.0.ffn_up.weight", rows, cols, rnd);
+            float top = (float) (32767 * 1000.4 * Math.pow(2, -149));
+            float[] x = new float[2 * cols];
+            for (int i = 0; i < cols; i++) {
+                boolean largest = i % 32 == 5;
+                x[i] = (float) ((i % 2 == 0 ? 1 : -1) * (largest ? top : top * rnd.nextDouble(0.999)));
+                x[cols + i] = (float) (rnd.nextDouble(-1, 1) * 1e-41);
+            }
+            assertEquals(32767, Math.abs((float) x[5] / (x[5] / 32767f)), 16, "the construction: x / s past 32767");
+            assertTrue(Math.abs(x[5] / (x[5] / 32767f)) > 32767.5f, "the construction: x / s rounds past 32767");
+            Buffer xb = b.allocate("x", 2, cols), y = b.allocate("y", 2, rows);
+            b.write(xb, x, 0);
+            assertTrue(x16(q.w(), 2), "the x16 GEMV takes it");
+            b.matmul(xb, q.w(), y);
+            float[] got = b.read(y), want = reference(q.dense(), rows, cols, x16Rounded(x), 2);
+            double e = nmse(Arrays.copyOf(got, rows), Arrays.copyOf(want, rows));
+            assertTrue(e <= GEMV_NMSE, "subnormal scales: NMSE " + e + " (" + worst(got, want) + ")");
+            for (int r = rows; r < 2 * rows; r++) assertEquals(0f, got[r], "a unit whose scale underflows to 0, row " + (r - rows));
+        }
+    }
+
+    /**
      * The 16-bit copy of x outlives launches that do not write x: a float GEMV of x into another buffer (an F32 router)
      * and the routing; the x16 GEMV of x after them is one launch.
      */
