@@ -323,9 +323,28 @@ extern "C" __global__ void moe_combine(const float* expertOut, const float* weig
         i64 t = i / cols;
         int c = (int) (i % cols);
         float acc = 0.f;
-        for (int s = 0; s < topK; s++) acc += weights[t * topK + s] * expertOut[(t * topK + s) * cols + c];
+        for (int s = 0; s < topK; s++) acc = __fmaf_rn(weights[t * topK + s], expertOut[(t * topK + s) * cols + c], acc);
         out[i] = acc;
     }
+}
+
+// sum_s weights[s] expertOut[s * cols + c] over topK slots, s in order (fmas as written), the loads of 8 slots at a
+// time issued before their sums (a decode row's sum is otherwise topK L2 round trips one after another)
+__device__ __forceinline__ float moe_weighted(const float* weights, const float* expertOut, int topK, int cols, int c) {
+    float e = 0.f;
+    for (int s0 = 0; s0 < topK; s0 += 8) {
+        float ev[8], wv[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            bool on = s0 + k < topK;
+            ev[k] = on ? expertOut[(i64) (s0 + k) * cols + c] : 0.f;
+            wv[k] = on ? weights[s0 + k] : 0.f;
+        }
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (s0 + k < topK) e = __fmaf_rn(wv[k], ev[k], e);
+    }
+    return e;
 }
 
 // The end of a MoE block added into the residual: acc[t, c] += (sum_s weights[t*topK + s] expertOut[t*topK + s, c]
@@ -339,23 +358,75 @@ extern "C" __global__ void moe_output(const float* expertOut, const float* weigh
     float g = 1.f;
     if (gate) {
         float d = 0.f;
-        for (int i = threadIdx.x; i < h; i += blockDim.x) d += gateIn[t * h + i] * gate[i];
+        for (int i = threadIdx.x; i < h; i += blockDim.x) d = __fmaf_rn(gateIn[t * h + i], gate[i], d);
         g = sigmoidf(block_sum(d, red));
     }
     for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < cols; c += gridDim.y * blockDim.x) {
-        float e = 0.f;
-        for (int s = 0; s < topK; s++) e += weights[t * topK + s] * expertOut[(t * topK + s) * cols + c];
+        float e = moe_weighted(weights + t * topK, expertOut + t * topK * cols, topK, cols, c);
         if (shared) e = __fadd_rn(e, __fmul_rn(shared[t * cols + c], g));   // rounded as two ops (no FMA), as the ops one by one
         acc[t * cols + c] = __fadd_rn(acc[t * cols + c], e);
     }
 }
+
+// block_sum of vthreads virtual threads (vthreads / 32 <= 32 warps), virtual thread j's value f(j): the same sum in
+// the same order as block_sum over a block of vthreads threads each holding f(its index), whatever blockDim is.
+// Contains __syncthreads: call from all threads. red: __shared__ float[32].
+template <class F>
+__device__ __forceinline__ float vblock_sum(F f, int vthreads, float* red) {
+    int lane = threadIdx.x & 31, nv = vthreads >> 5;
+    __syncthreads();
+    for (int vw = threadIdx.x >> 5; vw < nv; vw += blockDim.x >> 5) {
+        float d = warp_sum(f(32 * vw + lane));
+        if (lane == 0) red[vw] = d;
+    }
+    __syncthreads();
+    float t = lane < nv ? red[lane] : 0.f;
+    return warp_sum(t);
+}
+
+// moe_output, then out = rmsnorm(acc) * w (the next layer's input norm; x16: 0, or one row's 16-bit copy of out): one
+// block per row, any blockDim; the shared gate's dot summed as moe_output's gateThreads threads would and the norm's
+// squares as rmsnorm's normThreads (vblock_sum). Bit for bit moe_output + rmsnorm; out must not alias acc.
+extern "C" __global__ void moe_output_norm(const float* expertOut, const float* weights, int topK, int cols, const float* shared,
+                                           const float* gateIn, const float* gate, int h, int gateThreads, float* acc, const float* w,
+                                           float eps, int normThreads, float* out, unsigned char* x16) {
+    __shared__ float red[32];
+    i64 t = blockIdx.x;
+    float g = 1.f;
+    if (gate) {
+        g = sigmoidf(vblock_sum([&](int j) {
+            float d = 0.f;
+            for (int i = j; i < h; i += gateThreads) d = __fmaf_rn(gateIn[t * h + i], gate[i], d);
+            return d;
+        }, gateThreads, red));
+    }
+    float* a = acc + t * cols;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        float e = moe_weighted(weights + t * topK, expertOut + t * topK * cols, topK, cols, c);
+        if (shared) e = __fadd_rn(e, __fmul_rn(shared[t * cols + c], g));
+        a[c] = __fadd_rn(a[c], e);
+    }
+    // (the barrier in vblock_sum makes the block's writes of a visible to all of its threads)
+    float ss = vblock_sum([&](int j) {
+        float q = 0.f;
+        for (int i = j; i < cols; i += normThreads) q = __fmaf_rn(a[i], a[i], q);
+        return q;
+    }, normThreads, red);
+    float inv = 1.f / sqrtf(ss / (float) cols + eps);
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        float y = __fmul_rn(__fmul_rn(a[c], inv), w[c]);
+        out[t * cols + c] = y;
+        if (x16) x16_store_unit(y, c >> 5, cols, x16);
+    }
+}
+
 
 // y[t, :] *= sigmoid(x[t, :] . gate), one block per row
 extern "C" __global__ void sigmoid_gate_rows(const float* x, const float* gate, int h, float* y, int yCols) {
     __shared__ float red[32];
     i64 t = blockIdx.x;
     float d = 0.f;
-    for (int i = threadIdx.x; i < h; i += blockDim.x) d += x[t * h + i] * gate[i];
+    for (int i = threadIdx.x; i < h; i += blockDim.x) d = __fmaf_rn(x[t * h + i], gate[i], d);
     d = block_sum(d, red);
     float g = sigmoidf(d);
     for (int c = threadIdx.x; c < yCols; c += blockDim.x) y[t * yCols + c] = y[t * yCols + c] * g;

@@ -152,6 +152,7 @@ public final class KernelCatalog {
                 "moe_route", "moe_combine", "moe_output", "sigmoid_gate_rows", "gather_columns", "gdn_inputs")) {
             add("hybrid", k, ew, 0);
         }
+        add("hybrid", "moe_output_norm", NORM_MAX_THREADS, 0);
         add("hybrid", "gated_delta_rule", GDN_RULE_THREADS, 0);
     }
 

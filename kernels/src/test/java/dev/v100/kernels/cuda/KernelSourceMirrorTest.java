@@ -23,7 +23,7 @@ import static org.junit.jupiter.api.Assertions.*;
 class KernelSourceMirrorTest {
     static final Path CUDA = Path.of("src/main/cuda");
     static final Pattern DEFINE = Pattern.compile("(?m)^#define\\s+(\\w+)\\s+(\\d+)\\b");
-    static final Pattern PLAN = Pattern.compile("template <> struct GemvPlan<WT_(\\w+)> \\{ static const int KIND = GEMV_PLAN_(\\w+), ROWS = (\\w+); \\};");
+    static final Pattern PLAN = Pattern.compile("template <> struct GemvPlan<WT_(\\w+)> \\{ static const int KIND = GEMV_PLAN_(\\w+), ROWS = (\\w+), U = \\d+; \\};");
 
     static Map<String, Integer> defines(String file) throws IOException {
         Map<String, Integer> out = new HashMap<>();

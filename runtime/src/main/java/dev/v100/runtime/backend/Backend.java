@@ -365,6 +365,16 @@ public interface Backend extends AutoCloseable {
     }
 
     /**
+     * {@link #addMoeOutput}, then out = rmsNorm(acc) with norm [acc.cols] (the next layer's input norm; out may be
+     * gateInput, read before it is written, but not acc): one op where a backend can fuse them.
+     */
+    default void addMoeOutputNorm(Buffer expertOut, MoeRouting routing, Buffer shared, Buffer gateInput, Weight sharedGate, Buffer scratch, Buffer acc,
+                                  Weight norm, float eps, Buffer out) {
+        addMoeOutput(expertOut, routing, shared, gateInput, sharedGate, scratch, acc);
+        rmsNorm(acc, norm, acc.cols(), eps, out);
+    }
+
+    /**
      * {@code y[t, :] *= sigmoid(x[t, :] . gate)} for every row t (the shared expert's gate, from the
      * block input x).
      *

@@ -72,7 +72,7 @@ public final class CudaBackend implements Backend {
     private int lastLayer = -1;
     private boolean closed;
     // the fixed kernels, resolved once
-    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kQkPrep,
+    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kQkPrep, kMoeOutputNorm,
             kAttnPrefill, kArgmax, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
@@ -104,6 +104,7 @@ public final class CudaBackend implements Backend {
         kKvStore = device.kernel("kv_store");
         kAttnDecode = device.kernel("attn_decode");
         kQkPrep = device.kernel("qk_prep");
+        kMoeOutputNorm = device.kernel("moe_output_norm");
         kAttnPrefill = device.kernel("attn_prefill");
         kArgmax = device.kernel("argmax_rows");
         kCopyColumns = device.kernel("copy_columns");
@@ -1377,6 +1378,45 @@ public final class CudaBackend implements Backend {
         device.launch(kMoeOutput).ptr(eb.address).ptr(r.weights).i32(r.topK).i32(ab.cols).ptr(sb == null ? 0 : sb.address).ptr(gi == null ? 0 : gi.address)
                 .ptr(g == null ? 0 : g.vector).i32(g == null ? 0 : (int) g.cols).ptr(ab.address).go(ab.rows, chunks, 1, EW, 0);
         checked("addMoeOutput", ab);
+    }
+
+    /**
+     * moe_output_norm: addMoeOutput and the rmsNorm after it in one launch, a block per row (bit for bit the two ops:
+     * the norm's squares summed as rmsNorm's threads would). Where out overlaps acc, the two ops.
+     */
+    @Override
+    public void addMoeOutputNorm(Buffer expertOut, MoeRouting routing, Buffer shared, Buffer gateInput, Weight sharedGate, Buffer scratch, Buffer acc,
+                                 Weight norm, float eps, Buffer out) {
+        CudaBuffer eb = buf(expertOut), ab = buf(acc), ob = buf(out), sb = shared == null ? null : buf(shared), gi = gateInput == null ? null : buf(gateInput);
+        CudaRouting r = routing(routing);
+        CudaWeight g = sharedGate == null ? null : w(sharedGate), nw = w(norm);
+        if (ob.overlaps(ab)) {
+            Backend.super.addMoeOutputNorm(expertOut, routing, shared, gateInput, sharedGate, scratch, acc, norm, eps, out);
+            return;
+        }
+        if (eb.rows != r.tokens * r.topK || ab.rows != r.tokens || ab.cols != eb.cols || (sb != null && (sb.rows != ab.rows || sb.cols != ab.cols))
+                || (g != null && (sb == null || gi == null || g.vector == 0 || g.cols != gi.cols || gi.rows != ab.rows))
+                || nw.vector == 0 || nw.cols != ab.cols) {
+            throw new BackendException("addMoeOutputNorm: " + eb + " (top-" + r.topK + " of " + r.tokens + " tokens), shared " + sb + ", gate " + g + " over "
+                    + gi + " into " + ab + ", norm " + nw);
+        }
+        sameShape(ab, ob);
+        device.bind();
+        if (g != null) note(g);
+        note(nw);
+        if (ab.rows == 0) return;
+        // the squares summed as rmsNorm's threads would for this row count (a decode row not in place would be split:
+        // the same sums); a block of up to NORM_MAX_THREADS threads, one a column
+        int split = ab.rows == 1 && ab.cols >= 2 * NORM_SPLIT_ELEMS ? (ab.cols + NORM_SPLIT_ELEMS - 1) / NORM_SPLIT_ELEMS : 1;
+        int normThreads = normThreads(ab.rows, ab.cols, split);
+        int threads = Math.max(32, Math.min(KernelCatalog.NORM_MAX_THREADS, (ab.cols + 31) / 32 * 32));
+        long x16 = ab.rows == 1 ? x16Target(ob) : 0;
+        device.launch(kMoeOutputNorm).ptr(eb.address).ptr(r.weights).i32(r.topK).i32(ab.cols).ptr(sb == null ? 0 : sb.address)
+                .ptr(gi == null ? 0 : gi.address).ptr(g == null ? 0 : g.vector).i32(g == null ? 0 : (int) g.cols).i32(EW).ptr(ab.address)
+                .ptr(nw.vector).f32(eps).i32(normThreads).ptr(ob.address).ptr(x16).go(ab.rows, 1, 1, threads, 0);
+        if (x16 != 0) x16Made(ob, x16);
+        checked("addMoeOutputNorm", ab);
+        checked("addMoeOutputNorm", ob);
     }
 
     @Override

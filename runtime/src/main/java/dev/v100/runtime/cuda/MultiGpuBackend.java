@@ -163,6 +163,12 @@ final class MultiGpuBackend implements Backend {
     }
 
     @Override
+    public void addMoeOutputNorm(Buffer expertOut, MoeRouting routing, Buffer shared, Buffer gateInput, Weight sharedGate, Buffer scratch, Buffer acc,
+                                 Weight norm, float eps, Buffer out) {
+        group.post(rank, "addMoeOutputNorm", () -> inner.addMoeOutputNorm(expertOut, routing, shared, gateInput, sharedGate, scratch, acc, norm, eps, out));
+    }
+
+    @Override
     public void ropePair(Buffer q, Buffer k, int headDim, Rope rope, int startPos) {
         group.post(rank, "ropePair", () -> inner.ropePair(q, k, headDim, rope, startPos));
     }

@@ -232,17 +232,21 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         this.gdnScale = (float) (1.0 / Math.sqrt(config.gdn().keyHeadDim()));
     }
 
+    /** The layer whose input norm xn already holds (the MoE block before it fused it in), or -1. */
+    private int normedFor = -1;
+
     @Override
     public void layer(List<RankShard> stage, int layer, DecoderModel.Rows rows) {
         int n = rows.n();
         // one rank and no trace: the mixer's output projection adds into the residual itself (no partials to sum)
         boolean fuse = DecoderModel.fuses(stage);
+        if (normedFor != layer) normedFor = -1;
         List<Buffer> partials = new ArrayList<>(stage.size());
         for (RankShard rs : stage) {
             Rank r = ranks[rs.ppStage][rs.geo.tpRank()];
             Layer w = r.layer(layer);
             Buffer x = rs.x.rows(n), xn = rs.xn.rows(n);
-            rs.backend.rmsNorm(x, w.attnNorm, config.hiddenSize(), eps, xn);
+            if (normedFor != layer) rs.backend.rmsNorm(x, w.attnNorm, config.hiddenSize(), eps, xn);   // else the MoE output did
             rs.trace.record(Trace.ATTN_NORM, layer, xn);
             Buffer in = w.gdn != null ? gdn(rs, r, w.gdn, layer, rows) : attention(rs, r, w.attention, layer, rows);
             DecoderModel.project(rs.backend, fuse, in, w.gdn != null ? w.gdn.out : w.attention.o, 1f, r.proj.rows(n), x, partials);
@@ -261,8 +265,11 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
             rs.trace.record(Trace.ATTN_RESIDUAL, layer, x);
             b.rmsNorm(x, w.ffnNorm, config.hiddenSize(), eps, xn);
             rs.trace.record(Trace.FFN_NORM, layer, xn);
-            if (w.moe != null) moe(rs, r, w.moe, layer, n, fuse);
+            // fused, a MoE block's output also takes the next layer's input norm (when that layer is this stage's)
+            Weight nextNorm = fuse && w.moe != null && layer + 1 < rs.endLayer ? r.layer(layer + 1).attnNorm : null;
+            if (w.moe != null) moe(rs, r, w.moe, layer, n, fuse, nextNorm);
             else denseFfn(rs, r, w.ffn, layer, n, fuse);
+            normedFor = nextNorm != null ? layer + 1 : -1;
             partials.add(proj);
         }
         if (fuse) return;   // the FFN added into the residual itself
@@ -351,9 +358,10 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
 
     /**
      * Routed experts plus the gated shared expert, this rank's intermediate slice of each, into r.proj; or (fuse: one
-     * rank, no trace) added into the residual by one addMoeOutput.
+     * rank, no trace) added into the residual by one addMoeOutput, which with nextNorm also leaves the next layer's
+     * input norm of the residual in xn (addMoeOutputNorm).
      */
-    private void moe(RankShard rs, Rank r, Moe w, int layer, int n, boolean fuse) {
+    private void moe(RankShard rs, Rank r, Moe w, int layer, int n, boolean fuse, Weight nextNorm) {
         Backend b = rs.backend;
         Trace tr = rs.trace;
         ModelConfig.Moe m = config.moe();
@@ -378,7 +386,10 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
                 b.siluMul(sg, su, sg);
                 b.matmul(sg, w.downShexp, so);
             }
-            b.addMoeOutput(ed, r.routing, w.gateShexp != null ? so : null, xn, w.gateShexp != null ? w.sharedGate : null, proj, rs.x.rows(n));
+            Buffer shared = w.gateShexp != null ? so : null;
+            Weight gate = w.gateShexp != null ? w.sharedGate : null;
+            if (nextNorm == null) b.addMoeOutput(ed, r.routing, shared, xn, gate, proj, rs.x.rows(n));
+            else b.addMoeOutputNorm(ed, r.routing, shared, xn, gate, proj, rs.x.rows(n), nextNorm, eps, xn);
             return;
         }
         b.combineExperts(ed, r.routing, proj);

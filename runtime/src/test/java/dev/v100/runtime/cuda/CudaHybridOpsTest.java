@@ -365,6 +365,52 @@ class CudaHybridOpsTest {
         }
     }
 
+    /**
+     * addMoeOutputNorm (moe_output_norm: one launch, a block per row) bit for bit as addMoeOutput then rmsNorm, the
+     * norm's output written over the gate's input (as the model does), for rows 1, 3, 8, widths whose norm blocks have
+     * more (2048: 512 threads) and fewer (256: 64) threads than moe_output's gate dot; a decode row also leaves the
+     * 16-bit copy of its output: the x16 GEMV after it is one launch with the two ops' result.
+     */
+    @Test
+    void addMoeOutputNormIsAddMoeOutputThenRmsNorm() {
+        try (CudaBackend gpu = backend("hybrid-moe-output-norm")) {
+            SplittableRandom r = new SplittableRandom(37);
+            int experts = 6, topK = 2;
+            for (int h : new int[] {2048, 256}) {
+                Weight gate = f32(gpu, "blk.0.ffn_gate_inp_shexp.weight", halves(r, h, 1), h);
+                Weight norm = f32(gpu, "blk.1.attn_norm.weight", halves(r, h, 1), h);
+                StoredMatrix m = RandomBlocks.matrix("blk.1.attn_qkv.weight", GgmlType.Q8_0, 40, h, 0.05, r);
+                Weight next = gpu.weight(m.name(), GgmlType.Q8_0, new long[] {40, h}, m.data());
+                for (int n : new int[] {1, 3, 8}) {
+                    MoeRouting routing = gpu.allocateRouting(n, experts, topK);
+                    gpu.route(put(gpu, halves(r, n * experts, 2), n, experts), true, routing);
+                    float[] xs = halves(r, n * h, 1), ed = halves(r, n * topK * h, 1), shared = halves(r, n * h, 1), acc = halves(r, n * h, 2);
+                    for (String variant : new String[] {"gated", "ungated", "no shared expert"}) {
+                        String what = variant + ", h " + h + ", n " + n;
+                        boolean hasShared = !variant.equals("no shared expert");
+                        Weight g = variant.equals("gated") ? gate : null;
+                        Buffer edb = put(gpu, ed, n * topK, h), s1 = put(gpu, shared, n, h), s2 = put(gpu, shared, n, h);
+                        Buffer x1 = put(gpu, xs, n, h), x2 = put(gpu, xs, n, h);
+                        Buffer fused = put(gpu, acc, n, h), parts = put(gpu, acc, n, h), scratch = gpu.allocate("scratch", n, h);
+                        Buffer y1 = gpu.allocate("y1", n, 40), y2 = gpu.allocate("y2", n, 40);
+                        gpu.addMoeOutput(edb, routing, hasShared ? s2 : null, x2, g, scratch, parts);
+                        gpu.rmsNorm(parts, norm, h, 1e-6f, x2);
+                        gpu.matmul(x2, next, y2);
+                        long before = gpu.device.issued();
+                        gpu.addMoeOutputNorm(edb, routing, hasShared ? s1 : null, x1, g, scratch, fused, norm, 1e-6f, x1);
+                        assertEquals(1, gpu.device.issued() - before, what + ": one launch");
+                        before = gpu.device.issued();
+                        gpu.matmul(x1, next, y1);
+                        if (n == 1) assertEquals(1, gpu.device.issued() - before, what + ": the x16 GEMV after it is one launch");
+                        assertArrayEquals(gpu.read(parts), gpu.read(fused), what + ": the residual");
+                        assertArrayEquals(gpu.read(x2), gpu.read(x1), what + ": its norm");
+                        assertArrayEquals(gpu.read(y2), gpu.read(y1), what + ": the GEMV of its norm");
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void w4a16ExpertStacks() {
         CpuBackend cpu = new CpuBackend(CpuBackend.Kernels.REFERENCE);
