@@ -289,6 +289,8 @@ extern "C" __global__ void moe_route(const float* logits, int n, int experts, in
     }
     sum = warp_sum(sum);
     float kept = 0.f;
+    int myId = 0;       // lane s < 32 keeps round s's pick and writes it at the end (no serial tail through memory)
+    float myW = 0.f;
     for (int s = 0; s < topK; s++) {
         float bp = -1.f;
         int be = 0x7fffffff;
@@ -307,14 +309,24 @@ extern "C" __global__ void moe_route(const float* logits, int n, int experts, in
 #pragma unroll
         for (int k = 0; k < ROUTE_PER_LANE; k++)
             if (k < kmax && lane + 32 * k == be) p[k] = -1.f;
-        if (lane == 0) {
-            ids[t * topK + s] = be;
-            weights[t * topK + s] = bp / sum;
-        }
+        if (lane == (s & 31)) { myId = be; myW = bp / sum; }
         kept += bp / sum;
+        if (topK > 32 && ((s & 31) == 31 || s == topK - 1)) {   // more than a warp's rounds: rounds s - (s & 31) .. s, one a lane
+            int s0 = s - (s & 31);
+            if (lane <= (s & 31)) {
+                ids[t * topK + s0 + lane] = myId;
+                weights[t * topK + s0 + lane] = myW;
+            }
+        }
     }
-    if (normalize && lane == 0)
-        for (int s = 0; s < topK; s++) weights[t * topK + s] /= kept;
+    if (topK <= 32) {
+        if (lane < topK) {
+            ids[t * topK + lane] = myId;
+            weights[t * topK + lane] = normalize ? myW / kept : myW;
+        }
+    } else if (normalize) {
+        for (int s = lane; s < topK; s += 32) weights[t * topK + s] /= kept;   // each lane its own writes
+    }
 }
 
 // out[t, c] = sum_s weights[t*topK + s] * expertOut[t*topK + s, c]

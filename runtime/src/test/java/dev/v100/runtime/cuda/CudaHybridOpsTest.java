@@ -366,6 +366,39 @@ class CudaHybridOpsTest {
     }
 
     /**
+     * moe_route's ids and weights against RefMoe.route (double softmax: ids equal where the top picks are not near
+     * ties, weights within 1e-5: fp32 sums and expf), normalized and not, for topK up to a warp's rounds and past them (40),
+     * and 256 experts (a lane's 8) as the 35B-A3B MoE routes.
+     */
+    @Test
+    void routeIdsAndWeightsMatchTheReference() {
+        try (CudaBackend gpu = backend("hybrid-route")) {
+            SplittableRandom r = new SplittableRandom(38);
+            for (int[] c : new int[][] {{9, 3}, {256, 8}, {256, 40}, {64, 32}}) {
+                int experts = c[0], topK = c[1];
+                for (int n : new int[] {1, 5}) {
+                    float[] logits = new float[n * experts];
+                    for (int i = 0; i < logits.length; i++) logits[i] = (float) (r.nextDouble(-4, 4));   // distinct: no ties
+                    MoeRouting gr = gpu.allocateRouting(n, experts, topK);
+                    for (boolean norm : new boolean[] {true, false}) {
+                        gpu.route(put(gpu, logits, n, experts), norm, gr);
+                        int[] ids = new int[n * topK], wantIds = new int[n * topK];
+                        float[] weights = new float[n * topK], want = new float[n * topK];
+                        dev.v100.kernels.ref.RefMoe.route(logits, 0, n, experts, topK, norm, wantIds, want);
+                        CudaRouting cr = (CudaRouting) gr;
+                        java.lang.foreign.MemorySegment seg = java.lang.foreign.MemorySegment.ofArray(ids);
+                        gpu.device.download(cr.ids, seg, 4L * ids.length);
+                        gpu.device.download(cr.weights, java.lang.foreign.MemorySegment.ofArray(weights), 4L * weights.length);
+                        String what = experts + " experts, top-" + topK + ", n " + n + ", normalize " + norm;
+                        assertArrayEquals(wantIds, ids, what + ": ids");
+                        for (int i = 0; i < weights.length; i++) assertEquals(want[i], weights[i], 1e-5f * Math.max(1f, want[i]), what + ": weight " + i);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
      * addMoeOutputNorm (moe_output_norm: one launch, a block per row) bit for bit as addMoeOutput then rmsNorm, the
      * norm's output written over the gate's input (as the model does), for rows 1, 3, 8, widths whose norm blocks have
      * more (2048: 512 threads) and fewer (256: 64) threads than moe_output's gate dot; a decode row also leaves the
