@@ -260,7 +260,7 @@ __device__ __forceinline__ X16 x16_view(const unsigned char* p, int K) {
 }
 
 // x [n, K] -> its x16 rows (x16_row_bytes in common.cuh): a warp per 32-element unit (x16_store_unit); K a
-// multiple of 32. rmsnorm, rmsnorm_gated, silu_mul, sigmoid_mul and attn_combine write the same bytes for their
+// multiple of 32. rmsnorm, rmsnorm_gated, silu_mul, sigmoid_mul, attn_decode (its merge) and moe_output_norm write the same bytes for their
 // outputs where the runtime asks (then this launch is skipped).
 extern "C" __global__ void gemv_x16_quantize(const float* __restrict__ x, int K, int n, unsigned char* out) {
     i64 u = (i64) blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);

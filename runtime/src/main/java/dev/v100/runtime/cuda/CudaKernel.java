@@ -7,7 +7,7 @@ import org.bytedeco.cuda.cudart.CUfunc_st;
  * launch), with the step parameters it reads from the device's step block ({@link LaunchQueue}).
  */
 final class CudaKernel {
-    /** Reads the step position (rope, KV store, attention). */
+    /** Reads the step position (rope, KV store, qk_prep, attention). */
     static final int READS_POS = 1;
     /** Reads the step token ids (embedding gather). */
     static final int READS_IDS = 2;
@@ -25,7 +25,7 @@ final class CudaKernel {
     static int readsOf(String name) {
         if (name.startsWith("embed_")) return READS_IDS;
         return switch (name) {
-            case "rope_neox", "kv_store", "attn_decode", "attn_prefill" -> READS_POS;
+            case "rope_neox", "kv_store", "qk_prep", "attn_decode", "attn_prefill" -> READS_POS;
             default -> 0;
         };
     }
