@@ -359,8 +359,7 @@ public final class CudaBackend implements Backend {
         if (groups == 0) return;
         // few groups (decode) get wide blocks, whose latency is the op's time; one group (a decode row) not written
         // in place is split over blocks of NORM_SPLIT_ELEMS outputs (each sums the whole row's squares)
-        boolean inPlace = ob.overlaps(xb);
-        int split = groups == 1 && !inPlace && groupElems >= 2 * NORM_SPLIT_ELEMS ? (groupElems + NORM_SPLIT_ELEMS - 1) / NORM_SPLIT_ELEMS : 1;
+        int split = normSplit(groups, groupElems, ob.overlaps(xb));
         int threads = normThreads(groups, groupElems, split);
         long x16 = groups == 1 ? x16Target(ob) : 0;
         device.launch(kRmsNorm).ptr(xb.address).ptr(wt.vector).ptr(ob.address).i32(groupElems).f32(eps).ptr(x16).i32(split)
@@ -369,7 +368,15 @@ public final class CudaBackend implements Backend {
         checked("rmsNorm", ob);
     }
 
-    /** rmsnorm's threads a block for groups of groupElems split over split blocks each (qk_prep sums in the same order). */
+    /** rmsnorm's blocks a group: one decode row not written in place is split over blocks of NORM_SPLIT_ELEMS outputs. */
+    static int normSplit(long groups, int groupElems, boolean inPlace) {
+        return groups == 1 && !inPlace && groupElems >= 2 * NORM_SPLIT_ELEMS ? (groupElems + NORM_SPLIT_ELEMS - 1) / NORM_SPLIT_ELEMS : 1;
+    }
+
+    /**
+     * rmsnorm's threads a block for groups of groupElems split over split blocks each (qk_prep and moe_output_norm sum
+     * in the same order).
+     */
     static int normThreads(long groups, int groupElems, int split) {
         int max = split > 1 ? NORM_SPLIT_ELEMS : groups < NORM_FEW_GROUPS ? KernelCatalog.NORM_MAX_THREADS : EW;
         int threads = Math.min(max, (groupElems / 4 + 31) / 32 * 32);
@@ -750,6 +757,10 @@ public final class CudaBackend implements Backend {
         for (CudaWeight nw : new CudaWeight[] {qn, kn}) {
             if (nw != null && (nw.vector == 0 || nw.cols != headDim)) throw new BackendException(op + ": norm " + nw + " is not a vector of " + headDim);
         }
+        if (qn != null) {   // the layer the op's messages name
+            note(qn);
+            note(kn);
+        }
         if (headDim > KernelCatalog.ATTN_MAX_HEAD_DIM || rope.rotaryDim() > headDim || rope.rotaryDim() % 2 != 0) return null;
         int threads = normThreads((long) qb.rows * (qb.cols / headDim), headDim, 1);
         if (threads != normThreads((long) kb.rows * (kb.cols / headDim), headDim, 1)) return null;
@@ -778,22 +789,21 @@ public final class CudaBackend implements Backend {
     }
 
     /** kv_store, or (prep) qk_prep, of n rows at the step block's positions (row tables: 0, or a decode batch's). */
-    private void store(Prep prep, CudaBuffer qb, CudaBuffer kb, CudaBuffer vb, int n, int heads, int kvHeads, int hd, long pool, long table,
+    private void store(String op, Prep prep, CudaBuffer qb, CudaBuffer kb, CudaBuffer vb, int n, int heads, int kvHeads, int hd, long pool, long table,
                        long rowTables, long stride, long step) {
         if (prep == null) {
             device.launch(kKvStore).ptr(kb.address).ptr(vb.address).i32(n).i32(kvHeads).i32(hd).ptr(pool).ptr(table).ptr(rowTables).i64(stride).ptr(step)
                     .go(blocks((long) n * kvHeads * hd), 1, 1, EW, 0);
             return;
         }
-        if (prep.headDim != hd) throw new BackendException("normRopeAttention: head dim " + prep.headDim + " against a cache of head dim " + hd);
-        if (prep.qNorm != null) note(prep.qNorm);
+        if (prep.headDim != hd) throw new BackendException(op + ": head dim " + prep.headDim + " against a cache of head dim " + hd);
         long warps = (long) n * (heads + 2 * kvHeads);
         device.launch(kQkPrep).ptr(qb.address).ptr(kb.address).ptr(vb.address).i32(n).i32(heads).i32(kvHeads).i32(hd).i32(prep.rope.rotaryDim())
                 .ptr(prep.freqs).ptr(prep.qNorm == null ? 0 : prep.qNorm.vector).ptr(prep.kNorm == null ? 0 : prep.kNorm.vector)
                 .f32(prep.eps).i32(prep.normThreads).ptr(pool).ptr(table).ptr(rowTables).i64(stride).ptr(step)
                 .go((warps + KernelCatalog.PREP_WARPS - 1) / KernelCatalog.PREP_WARPS, 1, 1, 32 * KernelCatalog.PREP_WARPS, 0);
-        checked("normRopeAttention (q)", qb);
-        checked("normRopeAttention (k)", kb);
+        checked(op + " (q)", qb);
+        checked(op + " (k)", kb);
     }
 
     private void attend(Buffer q, Buffer k, Buffer v, KvCache cache, int startPos, float scale, Buffer out, Prep prep) {
@@ -827,12 +837,14 @@ public final class CudaBackend implements Backend {
             // scratch before any launch of this op: growing one frees the old (and drops cached graphs)
             partO = device.scratch("attn-partials", 4L * parts * hd);
             partML = device.scratch("attn-maxsum", 8L * parts);
+            // the merge's tickets: each (row, head)'s last block resets its own to 0, so one zeroing lasts (launches of
+            // one device do not overlap: one stream)
             done = device.scratchZeroed("attn-done", 4L * n * heads);
             if (n == 1 && hd % 32 == 0) x16 = x16Target(ob);   // a warp of the merge writes one 32-element unit
         }
         device.setStepPosition(startPos);
         long step = device.stepBlock();
-        store(prep, qb, kb, vb, n, heads, c.kvHeads, hd, pool, c.table, 0, stride, step);
+        store(prep == null ? "attention" : "normRopeAttention", prep, qb, kb, vb, n, heads, c.kvHeads, hd, pool, c.table, 0, stride, step);
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
             device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).ptr(0).i64(stride).ptr(step).f32(scale)
                     .i32(splits).ptr(partO).ptr(partML).ptr(done).ptr(ob.address).ptr(x16).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
@@ -978,7 +990,7 @@ public final class CudaBackend implements Backend {
         long tables = rowTables(cs);
         device.setStepRowPositions(positions);
         long step = device.stepBlock();
-        store(prep, qb, kb, vb, n, heads, c0.kvHeads, hd, pool, c0.table, tables, stride, step);
+        store(prep == null ? "attentionRows" : "normRopeAttentionRows", prep, qb, kb, vb, n, heads, c0.kvHeads, hd, pool, c0.table, tables, stride, step);
         device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c0.kvHeads).i32(hd).ptr(pool).ptr(c0.table).ptr(tables).i64(stride).ptr(step).f32(scale)
                 .i32(splits).ptr(partO).ptr(partML).ptr(done).ptr(ob.address).ptr(0).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
         checked("attentionRows", ob);
@@ -1390,7 +1402,10 @@ public final class CudaBackend implements Backend {
         CudaBuffer eb = buf(expertOut), ab = buf(acc), ob = buf(out), sb = shared == null ? null : buf(shared), gi = gateInput == null ? null : buf(gateInput);
         CudaRouting r = routing(routing);
         CudaWeight g = sharedGate == null ? null : w(sharedGate), nw = w(norm);
-        if (ob.overlaps(ab)) {
+        // out over acc, the experts' or the shared expert's output, or over part of the gate's input: another row's
+        // block would read what this one writes (out equal to the gate's input is fine: a block reads its row first)
+        boolean sameAsGateInput = gi != null && gi.address == ob.address && gi.rows == ob.rows && gi.cols == ob.cols;
+        if (ob.overlaps(ab) || ob.overlaps(eb) || (sb != null && ob.overlaps(sb)) || (gi != null && ob.overlaps(gi) && !sameAsGateInput)) {
             Backend.super.addMoeOutputNorm(expertOut, routing, shared, gateInput, sharedGate, scratch, acc, norm, eps, out);
             return;
         }
@@ -1407,8 +1422,7 @@ public final class CudaBackend implements Backend {
         if (ab.rows == 0) return;
         // the squares summed as rmsNorm's threads would for this row count (a decode row not in place would be split:
         // the same sums); a block of up to NORM_MAX_THREADS threads, one a column
-        int split = ab.rows == 1 && ab.cols >= 2 * NORM_SPLIT_ELEMS ? (ab.cols + NORM_SPLIT_ELEMS - 1) / NORM_SPLIT_ELEMS : 1;
-        int normThreads = normThreads(ab.rows, ab.cols, split);
+        int normThreads = normThreads(ab.rows, ab.cols, normSplit(ab.rows, ab.cols, false));
         int threads = Math.max(32, Math.min(KernelCatalog.NORM_MAX_THREADS, (ab.cols + 31) / 32 * 32));
         long x16 = ab.rows == 1 ? x16Target(ob) : 0;
         device.launch(kMoeOutputNorm).ptr(eb.address).ptr(r.weights).i32(r.topK).i32(ab.cols).ptr(sb == null ? 0 : sb.address)

@@ -328,7 +328,6 @@ public final class CudaDevice implements AutoCloseable {
         uploads.upload(src, dst, what);
     }
 
-    /** A grow-only device scratch buffer of at least {@code bytes} (contents undefined). */
     /** {@link #scratch}, zeroed when (re)allocated: counters its kernels leave at zero. */
     long scratchZeroed(String key, long bytes) {
         long[] s = scratch.get(key);
@@ -338,6 +337,7 @@ public final class CudaDevice implements AutoCloseable {
         return a;
     }
 
+    /** A grow-only device scratch buffer of at least {@code bytes} (contents undefined). */
     long scratch(String key, long bytes) {
         long[] s = scratch.get(key);
         if (s != null && s[1] >= bytes) return s[0];

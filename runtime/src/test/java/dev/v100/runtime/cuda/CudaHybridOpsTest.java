@@ -414,7 +414,7 @@ class CudaHybridOpsTest {
                 Weight norm = f32(gpu, "blk.1.attn_norm.weight", halves(r, h, 1), h);
                 StoredMatrix m = RandomBlocks.matrix("blk.1.attn_qkv.weight", GgmlType.Q8_0, 40, h, 0.05, r);
                 Weight next = gpu.weight(m.name(), GgmlType.Q8_0, new long[] {40, h}, m.data());
-                for (int n : new int[] {1, 3, 8}) {
+                for (int n : new int[] {1, 3, 8, 64}) {   // 64 rows: rmsnorm's blocks of EW threads
                     MoeRouting routing = gpu.allocateRouting(n, experts, topK);
                     gpu.route(put(gpu, halves(r, n * experts, 2), n, experts), true, routing);
                     float[] xs = halves(r, n * h, 1), ed = halves(r, n * topK * h, 1), shared = halves(r, n * h, 1), acc = halves(r, n * h, 2);
@@ -439,6 +439,15 @@ class CudaHybridOpsTest {
                         assertArrayEquals(gpu.read(x2), gpu.read(x1), what + ": its norm");
                         assertArrayEquals(gpu.read(y2), gpu.read(y1), what + ": the GEMV of its norm");
                     }
+                    // the norm written over the experts' outputs (rows another block reads): the two ops, not the kernel
+                    Buffer edb = put(gpu, ed, n * topK, h), x = put(gpu, xs, n, h), fused = put(gpu, acc, n, h), parts = put(gpu, acc, n, h);
+                    Buffer scratch = gpu.allocate("scratch", n, h), over = edb.slice(0, n);
+                    gpu.addMoeOutput(put(gpu, ed, n * topK, h), routing, null, x, null, scratch, parts);
+                    gpu.rmsNorm(parts, norm, h, 1e-6f, parts);
+                    long before = gpu.device.issued();
+                    gpu.addMoeOutputNorm(edb, routing, null, x, null, scratch, fused, norm, 1e-6f, over);
+                    assertTrue(gpu.device.issued() - before >= 2, "h " + h + ", n " + n + ": out over the experts' outputs takes the two ops");
+                    assertArrayEquals(gpu.read(parts), gpu.read(over), "h " + h + ", n " + n + ": the norm written over the experts' outputs");
                 }
             }
         }
