@@ -194,11 +194,7 @@ public interface Backend extends AutoCloseable {
      */
     default void normRopeAttention(Buffer q, Buffer k, Buffer v, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
                                    KvCache cache, int startPos, float scale, Buffer out) {
-        if ((qNorm == null) != (kNorm == null)) throw new BackendException("normRopeAttention: q and k norms go together");
-        if (qNorm != null) {
-            rmsNorm(q, qNorm, headDim, eps, q);
-            rmsNorm(k, kNorm, headDim, eps, k);
-        }
+        qkNorms("normRopeAttention", q, k, qNorm, kNorm, eps, headDim);
         ropePair(q, k, headDim, rope, startPos);
         attention(q, k, v, cache, startPos, scale, out);
     }
@@ -206,13 +202,17 @@ public interface Backend extends AutoCloseable {
     /** {@link #normRopeAttention} of a decode batch: row i at positions[i] of caches[i] (as {@link #attentionRows}). */
     default void normRopeAttentionRows(Buffer q, Buffer k, Buffer v, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
                                        KvCache[] caches, int[] positions, float scale, Buffer out) {
-        if ((qNorm == null) != (kNorm == null)) throw new BackendException("normRopeAttentionRows: q and k norms go together");
-        if (qNorm != null) {
-            rmsNorm(q, qNorm, headDim, eps, q);
-            rmsNorm(k, kNorm, headDim, eps, k);
-        }
+        qkNorms("normRopeAttentionRows", q, k, qNorm, kNorm, eps, headDim);
         ropeRowsPair(q, k, headDim, rope, positions);
         attentionRows(q, k, v, caches, positions, scale, out);
+    }
+
+    /** The per-head q and k norms of {@link #normRopeAttention} in place (none when both are null). */
+    private void qkNorms(String op, Buffer q, Buffer k, Weight qNorm, Weight kNorm, float eps, int headDim) {
+        if ((qNorm == null) != (kNorm == null)) throw new BackendException(op + ": q and k norms go together");
+        if (qNorm == null) return;
+        rmsNorm(q, qNorm, headDim, eps, q);
+        rmsNorm(k, kNorm, headDim, eps, k);
     }
 
     /** out = silu(gate) * up, elementwise; out may be gate. */
