@@ -8,6 +8,8 @@
 // New variants are written here first and move into gemv.cu when they win (docs/BENCHMARKS.md has the numbers);
 // the x16 "candidate" rows (x16_var: rows a block, threads a row, items at once) ran in the sixth session
 // (docs/BENCHMARKS.md): the shipped R2 T64 layout stayed, Q4_K took U = 2.
+// The x16 rows also give the layer replayed as one CUDA graph (as the runtime runs a decode step; added in the sixth
+// session, not yet run): one-by-one launches are bound at ~4.2 us each by the launch rate.
 // Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K f16 (all)]
 #include <cstdio>
 #include <cstdlib>
@@ -183,6 +185,31 @@ static Mat make(const std::string& t, int rows, int cols, unsigned seed) {
     return m;
 }
 
+// The launches issue() makes on s, captured once as a CUDA graph and replayed (as the runtime replays a decode
+// step: a launch costs ~0.5-2 us there against ~4.2 us one by one, tools/device/graph_lab.cu): best of 5, ms.
+template <class F>
+static float time_graph(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, F issue) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    issue();
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    CK(cudaGraphLaunch(ge, s));   // warm-up
+    float best = 1e30f;
+    for (int rep = 0; rep < 5; rep++) {
+        CK(cudaEventRecord(e0, s));
+        CK(cudaGraphLaunch(ge, s));
+        CK(cudaEventRecord(e1, s));
+        CK(cudaEventSynchronize(e1));
+        float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
+        best = std::min(best, ms);
+    }
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    return best;
+}
+
 static void launch(Kern k, const Mat& m, const float* x, float* y, int perBlock, int threads, cudaStream_t s) {
     int grid = (m.rows + perBlock - 1) / perBlock;
     k<<<grid, threads, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, x, 1, y, m.rows);
@@ -211,7 +238,7 @@ int main(int argc, char** argv) {
         return sqrt(num / std::max(den, 1e-30));
     };
     cudaStream_t s;
-    CK(cudaStreamCreate(&s));
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));   // (graph capture needs a stream other than the legacy default)
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
     // device copy bandwidth, for the ratio
@@ -321,8 +348,19 @@ int main(int argc, char** argv) {
                 };
                 float all = timeAll(127, true), bare = timeAll(127, false), qo = timeAll(1 | 8, false), kv = timeAll(2 | 4, false),
                       gu = timeAll(16 | 32, false), dn = timeAll(64, false);
-                printf("| %s (x16; %.1f without the 4 quantize launches) | %.1f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1e |\n", v.name, bare, all,
-                       layerBytes / (all / 1e6) / 1e9, qo / 2, kv / 2, gu / 2, dn, worst);
+                // the same layers replayed as one graph (with and without the quantize launches)
+                auto layers = [&](bool q) {
+                    for (int l = 0; l < LAYERS; l++)
+                        for (int i = 0; i < NS; i++) {
+                            if (q && (i == 0 || i == 3 || i == 4 || i == 6)) quant(mats[l * NS + i].cols);
+                            run(mats[l * NS + i]);
+                        }
+                };
+                float graphAll = time_graph(s, e0, e1, [&] { layers(true); }) * 1e3f / LAYERS;
+                float graphBare = time_graph(s, e0, e1, [&] { layers(false); }) * 1e3f / LAYERS;
+                printf("| %s (x16; %.1f without the 4 quantize launches; in a graph %.1f, %.1f without: %.0f GB/s) | %.1f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1e |\n",
+                       v.name, bare, graphAll, graphBare, layerBytes / (graphBare / 1e6) / 1e9, all, layerBytes / (all / 1e6) / 1e9, qo / 2, kv / 2,
+                       gu / 2, dn, worst);
             }
             cudaFree(xq);
         }
