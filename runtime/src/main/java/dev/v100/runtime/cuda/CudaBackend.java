@@ -1378,11 +1378,7 @@ public final class CudaBackend implements Backend {
         CudaBuffer eb = buf(expertOut), ab = buf(acc), sb = shared == null ? null : buf(shared), gi = gateInput == null ? null : buf(gateInput);
         CudaRouting r = routing(routing);
         CudaWeight g = sharedGate == null ? null : w(sharedGate);
-        if (eb.rows != r.tokens * r.topK || ab.rows != r.tokens || ab.cols != eb.cols || (sb != null && (sb.rows != ab.rows || sb.cols != ab.cols))
-                || (g != null && (sb == null || gi == null || g.vector == 0 || g.cols != gi.cols || gi.rows != ab.rows))) {
-            throw new BackendException("addMoeOutput: " + eb + " (top-" + r.topK + " of " + r.tokens + " tokens), shared " + sb + ", gate " + g + " over "
-                    + gi + " into " + ab);
-        }
+        checkMoeOutput("addMoeOutput", eb, r, sb, gi, g, ab);
         device.bind();
         if (g != null) note(g);
         if (ab.rows == 0) return;
@@ -1390,6 +1386,15 @@ public final class CudaBackend implements Backend {
         device.launch(kMoeOutput).ptr(eb.address).ptr(r.weights).i32(r.topK).i32(ab.cols).ptr(sb == null ? 0 : sb.address).ptr(gi == null ? 0 : gi.address)
                 .ptr(g == null ? 0 : g.vector).i32(g == null ? 0 : (int) g.cols).ptr(ab.address).go(ab.rows, chunks, 1, EW, 0);
         checked("addMoeOutput", ab);
+    }
+
+    /** addMoeOutput's operands: expertOut [tokens * topK, cols], acc and shared [tokens, cols], a gate [h] over gateInput [tokens, h]. */
+    private static void checkMoeOutput(String op, CudaBuffer eb, CudaRouting r, CudaBuffer sb, CudaBuffer gi, CudaWeight g, CudaBuffer ab) {
+        if (eb.rows != r.tokens * r.topK || ab.rows != r.tokens || ab.cols != eb.cols || (sb != null && (sb.rows != ab.rows || sb.cols != ab.cols))
+                || (g != null && (sb == null || gi == null || g.vector == 0 || g.cols != gi.cols || gi.rows != ab.rows))) {
+            throw new BackendException(op + ": " + eb + " (top-" + r.topK + " of " + r.tokens + " tokens), shared " + sb + ", gate " + g + " over "
+                    + gi + " into " + ab);
+        }
     }
 
     /**
@@ -1409,12 +1414,8 @@ public final class CudaBackend implements Backend {
             Backend.super.addMoeOutputNorm(expertOut, routing, shared, gateInput, sharedGate, scratch, acc, norm, eps, out);
             return;
         }
-        if (eb.rows != r.tokens * r.topK || ab.rows != r.tokens || ab.cols != eb.cols || (sb != null && (sb.rows != ab.rows || sb.cols != ab.cols))
-                || (g != null && (sb == null || gi == null || g.vector == 0 || g.cols != gi.cols || gi.rows != ab.rows))
-                || nw.vector == 0 || nw.cols != ab.cols) {
-            throw new BackendException("addMoeOutputNorm: " + eb + " (top-" + r.topK + " of " + r.tokens + " tokens), shared " + sb + ", gate " + g + " over "
-                    + gi + " into " + ab + ", norm " + nw);
-        }
+        checkMoeOutput("addMoeOutputNorm", eb, r, sb, gi, g, ab);
+        if (nw.vector == 0 || nw.cols != ab.cols) throw new BackendException("addMoeOutputNorm: norm " + nw + " is not a vector of " + ab.cols);
         sameShape(ab, ob);
         device.bind();
         if (g != null) note(g);

@@ -322,42 +322,22 @@ public final class DecoderModel implements AutoCloseable {
     /**
      * Per-head RMSNorm of q and k (qNorm, kNorm: both null for models without them), RoPE of both, then causal
      * attention into att, for the rows' positions and sequence slots (a decode batch: each row its own position and
-     * KV cache). Untraced, one backend op (normRopeAttention, fused where the backend can); traced, the parts one by
-     * one, each recorded.
+     * KV cache): one backend op (normRopeAttention, fused where the backend can). Traced, the norms run first as ops
+     * of their own so that each is recorded.
      */
     static void normRopeAndAttend(Backend b, Trace trace, int layer, int headDim, dev.v100.runtime.backend.Weight qNorm,
                                   dev.v100.runtime.backend.Weight kNorm, float eps, dev.v100.runtime.backend.Rope rope, Buffer q, Buffer k, Buffer v,
                                   java.util.function.IntFunction<dev.v100.runtime.backend.KvCache> cacheOfSlot, Rows rows, float scale, Buffer att) {
-        if (trace.enabled()) {
-            if (qNorm != null) {
-                b.rmsNorm(q, qNorm, headDim, eps, q);
-                b.rmsNorm(k, kNorm, headDim, eps, k);
-                trace.record(Trace.Q_NORM, layer, q);
-                trace.record(Trace.K_NORM, layer, k);
-            }
-            ropeAndAttend(b, trace, layer, headDim, rope, q, k, v, cacheOfSlot, rows, scale, att);
-        } else if (!rows.batched()) {
-            b.normRopeAttention(q, k, v, qNorm, kNorm, eps, headDim, rope, cacheOfSlot.apply(rows.slot()), rows.startPos(), scale, att);
-        } else {
-            int[] pos = new int[rows.n()];
-            dev.v100.runtime.backend.KvCache[] caches = new dev.v100.runtime.backend.KvCache[rows.n()];
-            for (int i = 0; i < pos.length; i++) {
-                pos[i] = rows.positionOf(i);
-                caches[i] = cacheOfSlot.apply(rows.slotOf(i));
-            }
-            b.normRopeAttentionRows(q, k, v, qNorm, kNorm, eps, headDim, rope, caches, pos, scale, att);
+        boolean normsApart = trace.enabled() && qNorm != null;
+        if (normsApart) {
+            b.rmsNorm(q, qNorm, headDim, eps, q);
+            b.rmsNorm(k, kNorm, headDim, eps, k);
+            trace.record(Trace.Q_NORM, layer, q);
+            trace.record(Trace.K_NORM, layer, k);
         }
-    }
-
-    /**
-     * RoPE of q and k, then causal attention into att, for the rows' positions and sequence slots: one op
-     * each for a chunk, per row for a decode batch (each row its own position and KV cache).
-     */
-    private static void ropeAndAttend(Backend b, Trace trace, int layer, int headDim, dev.v100.runtime.backend.Rope rope, Buffer q, Buffer k, Buffer v,
-                              java.util.function.IntFunction<dev.v100.runtime.backend.KvCache> cacheOfSlot, Rows rows, float scale, Buffer att) {
+        dev.v100.runtime.backend.Weight qn = normsApart ? null : qNorm, kn = normsApart ? null : kNorm;
         if (!rows.batched()) {
-            b.ropePair(q, k, headDim, rope, rows.startPos());
-            b.attention(q, k, v, cacheOfSlot.apply(rows.slot()), rows.startPos(), scale, att);
+            b.normRopeAttention(q, k, v, qn, kn, eps, headDim, rope, cacheOfSlot.apply(rows.slot()), rows.startPos(), scale, att);
         } else {   // each row its own sequence: its position, its cache (one launch per op on the GPU)
             int[] pos = new int[rows.n()];
             dev.v100.runtime.backend.KvCache[] caches = new dev.v100.runtime.backend.KvCache[rows.n()];
@@ -365,8 +345,7 @@ public final class DecoderModel implements AutoCloseable {
                 pos[i] = rows.positionOf(i);
                 caches[i] = cacheOfSlot.apply(rows.slotOf(i));
             }
-            b.ropeRowsPair(q, k, headDim, rope, pos);
-            b.attentionRows(q, k, v, caches, pos, scale, att);
+            b.normRopeAttentionRows(q, k, v, qn, kn, eps, headDim, rope, caches, pos, scale, att);
         }
         trace.record(Trace.Q_ROPE, layer, q);   // attention reads q and k, never writes them
         trace.record(Trace.K_ROPE, layer, k);
