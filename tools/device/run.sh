@@ -6,7 +6,7 @@
 # A failing step does not stop the others; a table of all of them is printed last. Logs go to $OUT.
 #
 # Device tool: carry [".device"], command "bash tools/device/run.sh", timeout 600. Every step has its own
-# time limit (together under 10 minutes); STEPS="info tests golden kbench bench trace" selects steps (e.g. two
+# time limit (together under 10 minutes); STEPS="info tests golden kbench bench trace ktrace" selects steps (e.g. two
 # calls: STEPS="info tests golden", then STEPS="kbench bench hf"), BENCH_SETS="llama8B:Q4_K ..." the bench
 # bundles (GEOMETRY:TYPE, TYPE a ggml type or W4A16-gG; see BenchBundleMain), HF_GEOMETRY the geometry of
 # the transformers eager baseline (step hf: tools/device/hf_eager_bench.py on the same GPU).
@@ -29,6 +29,8 @@ if [ ! -x .device/jre/bin/java ]; then
   exit 2
 fi
 JAVA=(.device/jre/bin/java --enable-native-access=ALL-UNNAMED -Xmx24g -XX:+UseParallelGC -cp ".device/lib/*:golden-tests/src/test/resources")
+# V100_JAVA_OPTS: extra JVM options for every step (e.g. -Dv100.firstChunkOps=128 to compare a measurement knob)
+[ -n "${V100_JAVA_OPTS:-}" ] && JAVA+=($V100_JAVA_OPTS)
 # the smallest JRE build.sh makes leaves the Vector API out (nothing on the device needs it)
 .device/jre/bin/java --list-modules 2>/dev/null | grep -q '^jdk.incubator.vector' && JAVA+=(--add-modules jdk.incubator.vector)
 
@@ -38,7 +40,7 @@ declare -A rc secs notes
 # the bench bundles are written in the background while the tests run (the CPU is otherwise idle)
 declare -A writer
 # (one after another: each fills its tensors on every core)
-if [[ " $STEPS " == *" bench "* || " $STEPS " == *" trace "* ]]; then
+if [[ " $STEPS " == *" bench "* || " $STEPS " == *" trace "* || " $STEPS " == *" ktrace "* ]]; then
   (
     for set in $BENCH_SETS; do
       g=${set%%:*} t=${set#*:}
@@ -120,11 +122,33 @@ for s in $STEPS; do
         notes[trace]="$g $t: $(wc -l < "$OUT/trace-kernels.csv") kernel names"
       fi
       ;;
+    ktrace)
+      # each bench set's decode with every kernel's GPU time recorded where it runs (inside the replayed graphs)
+      # by a CUPTI injection library (tools/device/kernel_trace.c; the image has no nsys), summed per graph
+      # replay by tools/device/kernel_trace.py
+      cupti_inc=$(dirname "$(ls /usr/local/cuda/include/cupti.h /usr/local/cuda/extras/CUPTI/include/cupti.h 2>/dev/null | head -1)")
+      cupti_lib=$(dirname "$(ls /usr/local/cuda/lib64/libcupti.so /usr/local/cuda/extras/CUPTI/lib64/libcupti.so 2>/dev/null | head -1)")
+      if ! gcc -O2 -shared -fPIC -I/usr/local/cuda/include -I"$cupti_inc" -o /tmp/libktrace.so tools/device/kernel_trace.c \
+          -L"$cupti_lib" -lcupti -Wl,-rpath,"$cupti_lib" > "$LOGS/ktrace-build.log" 2>&1; then
+        cp "$LOGS/ktrace-build.log" "$OUT/ktrace.txt"
+      else
+        : > "$OUT/ktrace.txt"
+        for set in $BENCH_SETS; do
+          g=${set%%:*} t=${set#*:}
+          b=/tmp/v100-bench-$g-$t-tp1pp1
+          for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+          run_step "ktrace-$g-$t" 200 "$LOGS/ktrace-$g-$t.log" env CUDA_INJECTION64_PATH=/tmp/libktrace.so KTRACE_OUT=/tmp/v100-ktrace.tsv \
+            "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
+          { echo "== $g $t"; python3 tools/device/kernel_trace.py /tmp/v100-ktrace.tsv 2>&1; echo; } >> "$OUT/ktrace.txt"
+          notes[ktrace-$g-$t]="$(grep -E '^\| decode batch 1' "$LOGS/ktrace-$g-$t.log" | cut -d'|' -f3 | xargs) traced"
+        done
+      fi
+      ;;
     hf)
       run_step hf-eager 240 "$OUT/hf-eager-$HF_GEOMETRY.log" python3 tools/device/hf_eager_bench.py --geometry "$HF_GEOMETRY" --device cuda --dtype float16
       notes[hf-eager]=$(grep -E "^\| decode batch 1" "$OUT/hf-eager-$HF_GEOMETRY.log" | cut -d'|' -f3 | xargs)
       ;;
-    *) echo "unknown step $s (info tests golden kbench bench trace hf)" >&2 ;;
+    *) echo "unknown step $s (info tests golden kbench bench trace ktrace hf)" >&2 ;;
   esac
 done
 
@@ -152,6 +176,11 @@ done
     echo
     echo "transformers eager ($HF_GEOMETRY geometry, random fp16 weights, same GPU):"
     grep -E "^\|" "$OUT/hf-eager-$HF_GEOMETRY.log"
+  fi
+  if [ -f "$OUT/ktrace.txt" ]; then
+    echo
+    echo "kernels inside the graphs (ktrace):"
+    cat "$OUT/ktrace.txt"
   fi
   if [ -f "$OUT/kbench.log" ]; then
     echo
