@@ -314,11 +314,13 @@ public final class CudaDevice implements AutoCloseable {
     /** Issues what is pending and waits for all of it. */
     void sync(String what) {
         Cuda.check(cuStreamSynchronize(stream()), "cuStreamSynchronize", what);
+        queue.hostWaited();
     }
 
     /** Waits for what the stream has (launches still in the queue are not on it). */
     void syncRaw(String what) {
         Cuda.check(cuStreamSynchronize(rawStream), "cuStreamSynchronize", what);
+        queue.hostWaited();
     }
 
     /** Copies src (any segment) to device address dst, asynchronously in stream order. */

@@ -25,7 +25,12 @@ import static org.bytedeco.cuda.global.cudart.*;
  *
  * <p><b>Chunks.</b> Launches are grouped into chunks: the launches between two stream operations that are
  * not kernels (uploads, downloads, memsets, cuBLAS calls, synchronization: everything that takes the stream
- * through {@link CudaDevice#stream} ends the current chunk first), cut after {@link #CHUNK_OPS} launches.
+ * through {@link CudaDevice#stream} ends the current chunk first), cut after a number of launches that starts at
+ * {@link #FIRST_CHUNK_OPS} after the host waited on the stream ({@link #hostWaited}) and doubles with every chunk
+ * cut this way up to {@link #CHUNK_OPS}. A chunk's graph is launched only when the chunk ends (its launches must
+ * all be known to match), so the GPU, idle after the host waited (a decode step's logits), waits for the first
+ * chunk's launches to be described: a short first chunk starts the GPU after a few launches, and each later one
+ * is described while the GPU runs the one before (the schedule is the same every step: the same graphs match).
  * A chunk is described exactly: kernel, grid, block, shared memory and every argument's bits. Values that
  * change every step do not appear in arguments: the position and the token ids are read by the kernels from
  * the device's step block, which the host updates ({@link #setPosition}, {@link #setTokenIds}) and uploads
@@ -50,6 +55,11 @@ final class LaunchQueue {
     /** Chunks shorter than this are launched eagerly always (a graph launch costs about what a few launches do). */
     static final int MIN_GRAPH_OPS = 4;
     /**
+     * Launches in the first chunk after the host waited on the stream; the next chunks double. The value is a
+     * measurement knob ({@code -Dv100.firstChunkOps=128} is the fixed chunks of before), not a setting.
+     */
+    static final int FIRST_CHUNK_OPS = Math.clamp(Integer.getInteger("v100.firstChunkOps", 8), MIN_GRAPH_OPS, CHUNK_OPS);
+    /**
      * Cached graphs, least recently used dropped first. A decode step is one chunk per CHUNK_OPS launches on one
      * GPU, but one per collective with ranks on several GPUs (two all-reduces a layer: 2 x layers chunks), and
      * each attention-split count has its own; a cache smaller than a step's chunks would recapture every step.
@@ -73,6 +83,7 @@ final class LaunchQueue {
     private final int[] nArgs = new int[CHUNK_OPS], gridX = new int[CHUNK_OPS], gridY = new int[CHUNK_OPS], gridZ = new int[CHUNK_OPS],
             block = new int[CHUNK_OPS], smem = new int[CHUNK_OPS];
     private int count;
+    private int chunkLimit = FIRST_CHUNK_OPS;   // where the current chunk is cut
     private long hash;
     private int state = IDLE;
     private boolean chunkReadsPos, chunkReadsIds;
@@ -170,7 +181,15 @@ final class LaunchQueue {
             }
             default -> launchEager(i);
         }
-        if (count == CHUNK_OPS) endChunk();
+        if (count == chunkLimit) {
+            endChunk();
+            chunkLimit = Math.min(CHUNK_OPS, 2 * chunkLimit);
+        }
+    }
+
+    /** The host waited for the stream (it is idle now): the next chunk is a short one again. */
+    void hostWaited() {
+        chunkLimit = FIRST_CHUNK_OPS;
     }
 
     /** Ends the current chunk: its prologue, then its graph or whatever of it is not launched yet. */
