@@ -12,6 +12,7 @@ import dev.v100.runtime.backend.LinearAttentionState;
 import dev.v100.runtime.backend.MoeRouting;
 import dev.v100.runtime.backend.OpChecks;
 import dev.v100.runtime.backend.Rope;
+import dev.v100.runtime.backend.RowMax;
 import dev.v100.runtime.backend.Weight;
 import org.bytedeco.javacpp.FloatPointer;
 
@@ -311,6 +312,17 @@ public final class CudaBackend implements Backend {
         float[] out = new float[Math.toIntExact(s.elems())];
         device.download(s.address, MemorySegment.ofArray(out), s.bytes());
         return out;
+    }
+
+    @Override
+    public void read(Buffer src, float[] dst, int dstOff) {
+        CudaBuffer s = buf(src);
+        long n = s.elems();
+        if (dstOff < 0 || dstOff + n > dst.length) {
+            throw new IllegalArgumentException("reading " + n + " values of " + src + " into [" + dstOff + ", " + (dstOff + n) + ") of " + dst.length);
+        }
+        device.bind();
+        device.download(s.address, MemorySegment.ofArray(dst).asSlice(4L * dstOff, s.bytes()), s.bytes());
     }
 
     /** dst = src, as a kernel (it stays inside a replayed decode step; the pipeline and tp hand-offs use it). */
@@ -1033,14 +1045,20 @@ public final class CudaBackend implements Backend {
         checked("scale", xb);
     }
 
-    /** Index of the largest value of every row (the first on ties), computed on the device. */
-    public int[] argmaxRows(Buffer x) {
+    /** On the device (argmax_rows): 8 bytes a row come back instead of the row. */
+    @Override
+    public RowMax[] argmaxRows(Buffer x) {
         CudaBuffer xb = buf(x);
         device.bind();
-        long out = device.scratch(argmaxScratch, 4L * Math.max(1, xb.rows));
-        if (xb.rows == 0) return new int[0];
+        if (xb.rows == 0) return new RowMax[0];
+        long out = device.scratch(argmaxScratch, 8L * xb.rows);
         device.launch(kArgmax).ptr(xb.address).i32(xb.cols).ptr(out).go(xb.rows, 1, 1, EW, 0);
-        return device.downloadInts(out, xb.rows);
+        int[] got = device.downloadInts(out, 2 * xb.rows);
+        RowMax[] rows = new RowMax[xb.rows];
+        for (int r = 0; r < xb.rows; r++) {
+            rows[r] = got[2 * r] < 0 ? new RowMax(RowMax.NOT_FINITE, Float.NaN) : new RowMax(got[2 * r], Float.intBitsToFloat(got[2 * r + 1]));
+        }
+        return rows;
     }
 
     /** Waits for every op issued so far. */

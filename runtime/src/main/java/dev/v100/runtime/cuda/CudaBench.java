@@ -3,6 +3,7 @@ package dev.v100.runtime.cuda;
 import dev.v100.formats.bundle.Bundle;
 import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.formats.bundle.ModelConfig;
+import dev.v100.runtime.backend.RowMax;
 import dev.v100.runtime.model.DecoderModel;
 import dev.v100.runtime.model.ModelOptions;
 
@@ -91,11 +92,11 @@ public final class CudaBench {
             int start = Math.max(1, Math.min(512, context - steps - DECODE_WARMUP_STEPS - PROFILED_STEPS - 1));
             m.forward(randomTokens(rnd, start, m.vocabSize()), 0, false);
             int pos = start;
-            for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = argmax(m.forward(new int[] {next}, pos++, false));
+            for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = greedy(m, next, pos++);
             int decodeStart = pos;
             long[] c0 = d.launchCounters();
             long d0 = System.nanoTime();
-            for (int i = 0; i < steps; i++) next = argmax(m.forward(new int[] {next}, pos++, false));
+            for (int i = 0; i < steps; i++) next = greedy(m, next, pos++);
             double decodeS = (System.nanoTime() - d0) / 1e9;
             long[] c1 = d.launchCounters();
             double stepsPerS = steps / decodeS;
@@ -110,7 +111,7 @@ public final class CudaBench {
             d.startProfile();
             Map<String, double[]> profile;
             try {
-                for (int i = 0; i < PROFILED_STEPS; i++) next = argmax(m.forward(new int[] {next}, pos++, false));
+                for (int i = 0; i < PROFILED_STEPS; i++) next = greedy(m, next, pos++);
             } finally {
                 profile = d.stopProfile();   // graphs back on, events released, also when a step fails
             }
@@ -174,17 +175,16 @@ public final class CudaBench {
             next[i] = argmax(m.forward(slots[i], randomTokens(rnd, start, m.vocabSize()), 0, false));
             pos[i] = start;
         }
-        int vocab = m.vocabSize();
-        for (int i = 0; i < DECODE_WARMUP_STEPS; i++) step(m, slots, next, pos, vocab);
+        for (int i = 0; i < DECODE_WARMUP_STEPS; i++) step(m, slots, next, pos);
         int first = pos[0];
         long t0 = System.nanoTime();
-        for (int i = 0; i < steps; i++) step(m, slots, next, pos, vocab);
+        for (int i = 0; i < steps; i++) step(m, slots, next, pos);
         double s = (System.nanoTime() - t0) / 1e9;
         if (d != null) {
             Map<String, double[]> profile;
             d.startProfile();
             try {
-                for (int i = 0; i < 2; i++) step(m, slots, next, pos, vocab);
+                for (int i = 0; i < 2; i++) step(m, slots, next, pos);
             } finally {
                 profile = d.stopProfile();
             }
@@ -201,14 +201,25 @@ public final class CudaBench {
                 1000 * s / steps, first, pos[0] - 1);
     }
 
-    private static void step(DecoderModel m, int[] slots, int[] next, int[] pos, int vocab) {
-        float[] logits = m.decode(slots, next, pos);
+    private static void step(DecoderModel m, int[] slots, int[] next, int[] pos) {
+        int[] picked = m.decodeGreedy(slots, next, pos);
         for (int i = 0; i < slots.length; i++) {
-            int best = 0;
-            for (int j = 1; j < vocab; j++) if (logits[i * vocab + j] > logits[i * vocab + best]) best = j;
-            next[i] = best;
+            next[i] = checked(picked[i], pos[i]);
             pos[i]++;
         }
+    }
+
+    /**
+     * One greedy decode step of slot 0, as the engine runs a greedy request: the pick is made where the logits
+     * are ({@link DecoderModel#forwardGreedy}), so the step's time includes choosing the token, not copying logits.
+     */
+    static int greedy(DecoderModel m, int token, int pos) {
+        return checked(m.forwardGreedy(0, new int[] {token}, pos), pos);
+    }
+
+    private static int checked(int picked, int pos) {
+        if (picked == RowMax.NOT_FINITE) throw new IllegalStateException("non-finite logits at position " + pos + " of the benchmark's decode");
+        return picked;
     }
 
     static long decodeWeightBytes(BundleManifest m) {

@@ -7,6 +7,7 @@ import dev.v100.runtime.backend.KvCache;
 import dev.v100.runtime.backend.LinearAttentionState;
 import dev.v100.runtime.backend.MoeRouting;
 import dev.v100.runtime.backend.Rope;
+import dev.v100.runtime.backend.RowMax;
 import dev.v100.runtime.backend.Weight;
 
 import java.lang.foreign.MemorySegment;
@@ -91,6 +92,19 @@ final class MultiGpuBackend implements Backend {
     @Override
     public float[] read(Buffer src) {
         return group.call(rank, "reading " + src, () -> inner.read(src));
+    }
+
+    @Override
+    public void read(Buffer src, float[] dst, int dstOff) {
+        group.call(rank, "reading " + src, () -> {
+            inner.read(src, dst, dstOff);
+            return null;
+        });
+    }
+
+    @Override
+    public RowMax[] argmaxRows(Buffer src) {
+        return group.call(rank, "argmax of " + src, () -> inner.argmaxRows(src));
     }
 
     // ---- ops (posted) -------------------------------------------------------------------------

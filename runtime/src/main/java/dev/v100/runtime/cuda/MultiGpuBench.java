@@ -79,12 +79,12 @@ public final class MultiGpuBench {
                     prefillS, runs.length));
 
             int pos = PREFILL_TOKENS;
-            for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = CudaBench.argmax(m.forward(new int[] {next}, pos++, false));
+            for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = CudaBench.greedy(m, next, pos++);
             int decodeStart = pos;
             NcclCollectives counted = loaded.collectives();
             long[] c0 = counted == null ? null : counted.launchCounters(0);
             long d0 = System.nanoTime();
-            for (int i = 0; i < steps; i++) next = CudaBench.argmax(m.forward(new int[] {next}, pos++, false));
+            for (int i = 0; i < steps; i++) next = CudaBench.greedy(m, next, pos++);
             double stepMs = (System.nanoTime() - d0) / 1e6 / steps;
             table.put("decode batch 1", String.format(Locale.ROOT, "%.2f tok/s (%.2f ms/token, positions %d..%d)", 1000 / stepMs, stepMs, decodeStart, pos - 1));
             if (counted != null) {
@@ -101,7 +101,7 @@ public final class MultiGpuBench {
                 nccl.takeTimings();   // drop what the load check and the runs above counted
                 nccl.timing(true);
                 long e0 = System.nanoTime();
-                for (int i = 0; i < steps; i++) next = CudaBench.argmax(m.forward(new int[] {next}, pos++, false));
+                for (int i = 0; i < steps; i++) next = CudaBench.greedy(m, next, pos++);
                 double timedStepMs = (System.nanoTime() - e0) / 1e6 / steps;
                 NcclCollectives.Timings t = nccl.takeTimings();
                 nccl.timing(false);

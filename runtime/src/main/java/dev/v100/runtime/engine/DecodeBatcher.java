@@ -1,6 +1,8 @@
 package dev.v100.runtime.engine;
 
+import dev.v100.runtime.backend.RowMax;
 import dev.v100.runtime.model.DecoderModel;
+import dev.v100.runtime.sample.Logits;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -14,7 +16,9 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>A thread with a step to run queues it; whoever takes the model first leads: it waits (at most
  * {@link #JOIN_NANOS}) until every decoding sequence has queued its step, runs them all as one batch and
- * hands each thread its logits row. A sequence alone runs as a plain one-token forward.
+ * hands each thread its logits row, or its next token for a greedy step (when every step of the batch is greedy, the
+ * picks are made where the logits are: {@link DecoderModel#decodeGreedy}). A sequence alone runs as a plain
+ * one-token forward.
  */
 public final class DecodeBatcher {
     /** How long a leader waits for the other decoding sequences to queue their steps (they are sampling). */
@@ -94,18 +98,43 @@ public final class DecodeBatcher {
             } finally {
                 modelLock.unlock();
             }
+            decodingFromNow();
+            return logits;
+        }
+
+        /**
+         * {@link #prefill}'s greedy next token (the argmax, found where the logits are: {@link DecoderModel#forwardGreedy}),
+         * or {@link RowMax#NOT_FINITE}.
+         */
+        public int prefillGreedy(int[] prompt) {
+            int next;
+            modelLock.lock();
+            try {
+                next = model.forwardGreedy(slot, prompt, 0);
+            } finally {
+                modelLock.unlock();
+            }
+            decodingFromNow();
+            return next;
+        }
+
+        private void decodingFromNow() {
             synchronized (lock) {
                 if (!decodingNow) {
                     decodingNow = true;
                     decoding++;
                 }
             }
-            return logits;
         }
 
         /** Runs token at pos (after the prefill and every earlier step), batched with the other sequences' steps. */
         public float[] decode(int token, int pos) {
-            return step(new Step(slot, token, pos));
+            return step(new Step(slot, token, pos, false)).logits;
+        }
+
+        /** {@link #decode}'s greedy next token, or {@link RowMax#NOT_FINITE} (see {@link #prefillGreedy}). */
+        public int decodeGreedy(int token, int pos) {
+            return step(new Step(slot, token, pos, true)).next;
         }
 
         @Override
@@ -122,18 +151,21 @@ public final class DecodeBatcher {
 
     private static final class Step {
         final int slot, token, pos;
+        final boolean greedy;   // wants only the argmax (next), not the logits
         float[] logits;
+        int next;
         RuntimeException error;
         boolean done;
 
-        Step(int slot, int token, int pos) {
+        Step(int slot, int token, int pos, boolean greedy) {
             this.slot = slot;
             this.token = token;
             this.pos = pos;
+            this.greedy = greedy;
         }
     }
 
-    private float[] step(Step s) {
+    private Step step(Step s) {
         synchronized (lock) {
             waiting.add(s);
             lock.notifyAll();
@@ -165,7 +197,7 @@ public final class DecodeBatcher {
             }
         }
         if (s.error != null) throw s.error;
-        return s.logits;
+        return s;
     }
 
     /** With the model lock: gathers the queued steps (waiting briefly for the decoding sequences' steps) and runs them. */
@@ -186,22 +218,38 @@ public final class DecodeBatcher {
             while (!waiting.isEmpty() && batch.size() < maxBatch) batch.add(waiting.poll());
         }
         if (batch.isEmpty()) return;
-        float[][] rows = new float[batch.size()][];
+        int n = batch.size();
+        float[][] rows = new float[n][];
+        int[] next = new int[n];
+        boolean allGreedy = batch.stream().allMatch(s -> s.greedy);
         RuntimeException error = null;
         try {
-            if (batch.size() == 1) {
+            if (n == 1) {
                 Step s = batch.getFirst();
-                rows[0] = model.forward(s.slot, new int[] {s.token}, s.pos, false);
+                if (s.greedy) next[0] = model.forwardGreedy(s.slot, new int[] {s.token}, s.pos);
+                else rows[0] = model.forward(s.slot, new int[] {s.token}, s.pos, false);
             } else {
-                int n = batch.size(), vocab = model.vocabSize();
+                int vocab = model.vocabSize();
                 int[] slots = new int[n], tokens = new int[n], pos = new int[n];
                 for (int i = 0; i < n; i++) {
                     slots[i] = batch.get(i).slot;
                     tokens[i] = batch.get(i).token;
                     pos[i] = batch.get(i).pos;
                 }
-                float[] all = model.decode(slots, tokens, pos);
-                for (int i = 0; i < n; i++) rows[i] = java.util.Arrays.copyOfRange(all, i * vocab, (i + 1) * vocab);
+                if (allGreedy) {
+                    next = model.decodeGreedy(slots, tokens, pos);
+                } else {
+                    // some rows sample: every row's logits come back; the greedy rows pick theirs here
+                    float[] all = model.decode(slots, tokens, pos);
+                    for (int i = 0; i < n; i++) {
+                        if (batch.get(i).greedy) {
+                            int at = Logits.argmaxFinite(all, i * vocab, (i + 1) * vocab);
+                            next[i] = at < 0 ? RowMax.NOT_FINITE : at - i * vocab;
+                        } else {
+                            rows[i] = java.util.Arrays.copyOfRange(all, i * vocab, (i + 1) * vocab);
+                        }
+                    }
+                }
             }
         } catch (RuntimeException e) {
             error = e;
@@ -214,6 +262,7 @@ public final class DecodeBatcher {
             for (int i = 0; i < batch.size(); i++) {
                 Step s = batch.get(i);
                 s.logits = rows[i];
+                s.next = next[i];
                 s.error = error;
                 s.done = true;
             }

@@ -1,5 +1,6 @@
 package dev.v100.runtime.engine;
 
+import dev.v100.runtime.backend.RowMax;
 import dev.v100.runtime.model.DecoderModel;
 import dev.v100.runtime.sample.Sampler;
 import dev.v100.runtime.sample.StopStrings;
@@ -49,20 +50,29 @@ public final class GenerateLoop {
         TextStream detok = textStreams.get();
         FinishReason finish = null;
         String error = null;
+        // greedy without penalties: the model picks the token where the logits are (no logits come back)
+        boolean greedy = sampler.plainGreedy();
         try (DecodeBatcher.Sequence seq = batcher.open()) {
-            float[] logits = seq.prefill(prompt);
+            float[] logits = greedy ? null : seq.prefill(prompt);
+            int picked = greedy ? seq.prefillGreedy(prompt) : 0;
             int pos = prompt.length;
             while (finish == null) {
                 if (cancel.isCancelled()) {
                     finish = FinishReason.CANCELLED;
                     break;
                 }
-                for (float f : logits) {
-                    if (!Float.isFinite(f)) {
-                        throw new IllegalStateException("non-finite logits at position " + pos);
+                int tok;
+                if (greedy) {
+                    if (picked == RowMax.NOT_FINITE) throw new IllegalStateException("non-finite logits at position " + pos);
+                    tok = picked;
+                } else {
+                    for (float f : logits) {
+                        if (!Float.isFinite(f)) {
+                            throw new IllegalStateException("non-finite logits at position " + pos);
+                        }
                     }
+                    tok = sampler.sample(logits);
                 }
-                int tok = sampler.sample(logits);
                 sampler.accept(tok);
                 out[produced++] = tok;
                 boolean stopToken = (!req.ignoreEos() && eosIds.contains(tok)) || req.stopTokenIds().contains(tok);
@@ -84,7 +94,8 @@ public final class GenerateLoop {
                     break;
                 }
                 if (finish != null) break;
-                logits = seq.decode(tok, pos);
+                if (greedy) picked = seq.decodeGreedy(tok, pos);
+                else logits = seq.decode(tok, pos);
                 pos++;
             }
         } catch (RuntimeException e) {

@@ -4,6 +4,7 @@ import dev.v100.formats.bundle.ModelConfig;
 import dev.v100.runtime.backend.Backend;
 import dev.v100.runtime.backend.Buffer;
 import dev.v100.runtime.backend.Collectives;
+import dev.v100.runtime.backend.RowMax;
 import dev.v100.runtime.trace.Trace;
 import dev.v100.runtime.trace.TraceSink;
 
@@ -136,6 +137,27 @@ public final class DecoderModel implements AutoCloseable {
      * KV caches (and linear-attention states), allocated at its first use; slot 0 is the default sequence.
      */
     public float[] forward(int slot, int[] tokens, int startPos, boolean allLogits) {
+        int vocab = config.vocabSize();
+        float[] out = new float[(allLogits ? tokens.length : 1) * vocab];
+        forward(slot, tokens, startPos, allLogits, new Logits(out, null));
+        return out;
+    }
+
+    /**
+     * {@link #forward(int, int[], int, boolean)}'s greedy next token: the argmax of the last token's logits (the
+     * lowest id among equal largest), found where the logits are (a GPU reads back 8 bytes a rank, not the
+     * vocabulary's logits), or {@link RowMax#NOT_FINITE} when a logit of that row is NaN or infinite.
+     */
+    public int forwardGreedy(int slot, int[] tokens, int startPos) {
+        int[] next = new int[1];
+        forward(slot, tokens, startPos, false, new Logits(null, next));
+        return next[0];
+    }
+
+    /** Where a pass's logits go: into {@code values} ([rows, vocab]) or, greedy, their argmax into {@code greedy} ([rows]). */
+    private record Logits(float[] values, int[] greedy) {}
+
+    private void forward(int slot, int[] tokens, int startPos, boolean allLogits, Logits out) {
         checkSlot(slot);
         int n = tokens.length;
         if (n == 0) throw new IllegalArgumentException("no tokens to run");
@@ -144,18 +166,15 @@ public final class DecoderModel implements AutoCloseable {
                     + contextTokens + " tokens");
         }
         checkTokens(tokens);
-        int vocab = config.vocabSize();
-        float[] out = new float[(allLogits ? n : 1) * vocab];
         for (int c0 = 0; c0 < n; c0 += chunkTokens) {
             int m = Math.min(chunkTokens, n - c0);
             int[] chunk = java.util.Arrays.copyOfRange(tokens, c0, c0 + m);
             boolean last = c0 + m == n;
             Rows rows = Rows.chunk(slot, m, startPos + c0);
-            if (allLogits) runChunk(chunk, rows, 0, m, out, c0 * vocab);
+            if (allLogits) runChunk(chunk, rows, 0, m, out, c0);
             else if (last) runChunk(chunk, rows, m - 1, 1, out, 0);
             else runChunk(chunk, rows, 0, 0, null, 0);
         }
-        return out;
     }
 
     /**
@@ -166,13 +185,28 @@ public final class DecoderModel implements AutoCloseable {
      * @return logits [slots.length, vocab]
      */
     public float[] decode(int[] slots, int[] tokens, int[] positions) {
+        float[] out = new float[slots.length * config.vocabSize()];
+        decode(slots, tokens, positions, new Logits(out, null));
+        return out;
+    }
+
+    /**
+     * {@link #decode(int[], int[], int[])}'s greedy next tokens, one a row, found where the logits are (see
+     * {@link #forwardGreedy}); {@link RowMax#NOT_FINITE} for a row with a NaN or infinite logit.
+     */
+    public int[] decodeGreedy(int[] slots, int[] tokens, int[] positions) {
+        int[] next = new int[slots.length];
+        decode(slots, tokens, positions, new Logits(null, next));
+        return next;
+    }
+
+    private void decode(int[] slots, int[] tokens, int[] positions, Logits out) {
         int n = slots.length;
         if (n == 0 || tokens.length != n || positions.length != n) {
             throw new IllegalArgumentException(n + " slots, " + tokens.length + " tokens and " + positions.length + " positions for one decode batch");
         }
         if (n > chunkTokens) throw new IllegalArgumentException("a decode batch of " + n + " rows exceeds the " + chunkTokens + " rows of a pass");
         checkTokens(tokens);
-        int vocab = config.vocabSize();
         java.util.Set<Integer> seen = new java.util.HashSet<>();
         for (int i = 0; i < n; i++) {
             checkSlot(slots[i]);
@@ -181,9 +215,7 @@ public final class DecoderModel implements AutoCloseable {
                 throw new IllegalArgumentException("position " + positions[i] + " exceeds the context of " + contextTokens + " tokens");
             }
         }
-        float[] out = new float[n * vocab];
         runChunk(tokens.clone(), Rows.batch(slots.clone(), positions.clone()), 0, n, out, 0);
-        return out;
     }
 
     /** Sequence slots a model may use: each costs its KV caches (paged on the GPU: only what it holds). */
@@ -200,8 +232,8 @@ public final class DecoderModel implements AutoCloseable {
         if (slot < 0 || slot >= MAX_SLOTS) throw new IllegalArgumentException("sequence slot " + slot + " outside 0.." + (MAX_SLOTS - 1));
     }
 
-    /** One chunk of n tokens; logits of rows [firstLogitRow, firstLogitRow + logitRows) go to out. */
-    private void runChunk(int[] tokens, Rows rows, int firstLogitRow, int logitRows, float[] out, int outOff) {
+    /** One chunk of n tokens; logits of rows [firstLogitRow, firstLogitRow + logitRows) go to out's row outRow on. */
+    private void runChunk(int[] tokens, Rows rows, int firstLogitRow, int logitRows, Logits out, int outRow) {
         int n = tokens.length;
         float embMul = (float) config.embeddingMultiplier();
         for (List<RankShard> st : stages) for (RankShard r : st) r.trace.startPos(rows.startPos());
@@ -224,6 +256,8 @@ public final class DecoderModel implements AutoCloseable {
         List<RankShard> lastStage = stages.get(stages.size() - 1);
         float logitMul = (float) (1.0 / config.logitsScaling());
         int vocab = config.vocabSize();
+        float[] bestValue = out.greedy() == null ? null : new float[logitRows];
+        boolean[] nonFinite = new boolean[logitRows];   // greedy: a rank saw a NaN or an infinity in the row
         for (RankShard r : lastStage) {
             Backend b = r.backend;
             Buffer x = r.x.slice(firstLogitRow, logitRows), xn = r.xn.slice(firstLogitRow, logitRows);
@@ -233,13 +267,29 @@ public final class DecoderModel implements AutoCloseable {
             b.matmul(xn, r.output, lg);
             if (logitMul != 1f) b.scale(lg, logitMul);
             r.trace.record(Trace.LOGITS, -1, lg);
-            // all-gather by vocabulary rows, on the host where sampling happens
-            float[] part = b.read(lg);
-            int vocabRows = r.geo.vocabRows();
-            for (int i = 0; i < logitRows; i++) {
-                System.arraycopy(part, i * vocabRows, out, outOff + i * vocab + r.geo.firstVocabRow(), vocabRows);
+            int vocabRows = r.geo.vocabRows(), first = r.geo.firstVocabRow();
+            if (out.greedy() != null) {
+                // each rank's best of its vocabulary rows; the largest wins, the lowest id among equals
+                RowMax[] m = b.argmaxRows(lg);
+                for (int i = 0; i < logitRows; i++) {
+                    int id = first + m[i].index();
+                    if (!m[i].finite()) nonFinite[i] = true;   // the row's pick is NOT_FINITE whatever the other ranks hold
+                    else if (r == lastStage.get(0) || m[i].value() > bestValue[i] || (m[i].value() == bestValue[i] && id < out.greedy()[outRow + i])) {
+                        bestValue[i] = m[i].value();
+                        out.greedy()[outRow + i] = id;
+                    }
+                }
+            } else if (vocabRows == vocab) {
+                b.read(lg, out.values(), outRow * vocab);   // one rank holds every row: straight into the caller's array
+            } else {
+                // all-gather by vocabulary rows, on the host where sampling happens
+                float[] part = b.read(lg);
+                for (int i = 0; i < logitRows; i++) {
+                    System.arraycopy(part, i * vocabRows, out.values(), (outRow + i) * vocab + first, vocabRows);
+                }
             }
         }
+        if (out.greedy() != null) for (int i = 0; i < logitRows; i++) if (nonFinite[i]) out.greedy()[outRow + i] = RowMax.NOT_FINITE;
     }
 
     private void layer(List<RankShard> ranks, int layer, Rows rows) {

@@ -37,6 +37,19 @@ public final class Sampler {
         for (int t : promptTokens) if (t >= 0 && t < vocab) seen[t] = true;
     }
 
+    /**
+     * Whether every token this sampler picks is the argmax of the logits as they come (greedy, no penalty): then
+     * the picks can be made where the logits are ({@link dev.v100.runtime.model.DecoderModel#forwardGreedy}),
+     * equal to {@link #sample}'s.
+     */
+    public boolean plainGreedy() {
+        return p.isGreedy() && !anyPenalty();
+    }
+
+    private boolean anyPenalty() {
+        return p.repetitionPenalty() != 1 || p.presencePenalty() != 0 || p.frequencyPenalty() != 0;
+    }
+
     /** Records a generated token (for the penalties of later steps). */
     public void accept(int token) {
         generatedCount[token]++;
@@ -46,6 +59,10 @@ public final class Sampler {
     /** The next token for logits [vocab] (not modified); call {@link #accept} with the token used. */
     public int sample(float[] logits) {
         if (logits.length != vocab) throw new IllegalArgumentException(logits.length + " logits for a vocabulary of " + vocab);
+        if (plainGreedy()) {
+            int at = Logits.argmaxFinite(logits);   // the argmax below, without the copy (finite logits: callers check)
+            if (at >= 0) return at;
+        }
         double[] l = new double[vocab];
         for (int i = 0; i < vocab; i++) l[i] = logits[i];
         applyPenalties(l);
@@ -89,8 +106,7 @@ public final class Sampler {
 
     private void applyPenalties(double[] l) {
         double rep = p.repetitionPenalty();
-        boolean anyPenalty = rep != 1 || p.presencePenalty() != 0 || p.frequencyPenalty() != 0;
-        if (!anyPenalty) return;
+        if (!anyPenalty()) return;
         for (int i = 0; i < vocab; i++) {
             if (!seen[i]) continue;
             if (rep != 1) l[i] = l[i] > 0 ? l[i] / rep : l[i] * rep;

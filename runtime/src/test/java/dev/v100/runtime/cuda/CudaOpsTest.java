@@ -8,6 +8,7 @@ import dev.v100.kernels.ref.RefOps;
 import dev.v100.runtime.backend.BackendException;
 import dev.v100.runtime.backend.Buffer;
 import dev.v100.runtime.backend.Rope;
+import dev.v100.runtime.backend.RowMax;
 import dev.v100.runtime.backend.Weight;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Tag;
@@ -226,21 +227,30 @@ class CudaOpsTest {
     }
 
     @Test
-    void argmaxPicksTheFirstLargest() {
+    void argmaxPicksTheFirstLargestAndFlagsNonFiniteRows() {
         try (CudaBackend b = backend("argmax")) {
             SplittableRandom rnd = new SplittableRandom(6);
             for (int cols : AWKWARD) {
-                int rows = 3;
+                int rows = 5;
                 float[] v = halves(rnd, rows * cols, 1);
                 v[cols - 1] = 9f;                    // row 0: the last element
                 if (cols > 2) { v[cols + 1] = 7f; v[cols + cols - 1] = 7f; }   // row 1: a tie, the first wins
-                int[] want = new int[rows];
+                v[3 * cols + cols / 2] = Float.NaN;                          // row 3: a NaN
+                v[4 * cols + cols - 1] = Float.POSITIVE_INFINITY;            // row 4: an infinity
+                RowMax[] got = b.argmaxRows(upload(b, "l", v, rows, cols));
+                assertEquals(rows, got.length);
                 for (int r = 0; r < rows; r++) {
-                    int best = 0;
-                    for (int c = 1; c < cols; c++) if (v[r * cols + c] > v[r * cols + best]) best = c;
-                    want[r] = best;
+                    int want = dev.v100.runtime.sample.Logits.argmaxFinite(v, r * cols, (r + 1) * cols);
+                    String what = "argmax of row " + r + " over " + cols;
+                    if (want < 0) {
+                        assertEquals(RowMax.NOT_FINITE, got[r].index(), what);
+                    } else {
+                        assertEquals(want - r * cols, got[r].index(), what);
+                        assertEquals(v[want], got[r].value(), what);
+                    }
                 }
-                assertArrayEquals(want, b.argmaxRows(upload(b, "l", v, rows, cols)), "argmax over " + cols);
+                assertEquals(RowMax.NOT_FINITE, got[3].index(), "a NaN row over " + cols);
+                assertEquals(RowMax.NOT_FINITE, got[4].index(), "an infinite row over " + cols);
             }
         }
     }

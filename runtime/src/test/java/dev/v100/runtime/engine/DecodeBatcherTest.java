@@ -8,6 +8,8 @@ import dev.v100.runtime.model.ModelOptions;
 import dev.v100.runtime.testing.TestBundles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -26,7 +28,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Concurrent generations through one {@link DecodeBatcher}: each gets exactly the tokens it gets alone
- * (greedy), their decode steps really run as batches, and slots come back for the next requests.
+ * (greedy and seeded sampling in the same batches), their decode steps really run as batches, and slots come back
+ * for the next requests.
  */
 class DecodeBatcherTest {
     @TempDir
@@ -41,20 +44,26 @@ class DecodeBatcherTest {
         @Override public String flush() { return ""; }
     }
 
-    static GenerationRequest req(int[] prompt) {
-        return new GenerationRequest(prompt, SamplingParams.greedy(), MAX_TOKENS, List.of(), Set.of(), true);
+    /**
+     * Greedy sequences (a batch of only greedy steps has its picks made where the logits are), or, mixed, sequences 1
+     * and 3 seeded sampling (their logits come back): batches then mix both.
+     */
+    static GenerationRequest req(int i, boolean mixed) {
+        SamplingParams p = !mixed || i % 2 == 0 ? SamplingParams.greedy() : new SamplingParams(0.9, 0, 1, 0, 1, 0, 0, 100 + i);
+        return new GenerationRequest(PROMPTS[i], p, MAX_TOKENS, List.of(), Set.of(), true);
     }
 
-    @Test
-    void concurrentGenerationsBatchAndEachGetsWhatItGetsAlone() throws Exception {
+    @ParameterizedTest(name = "greedy and sampling mixed: {0}")
+    @ValueSource(booleans = {false, true})
+    void concurrentGenerationsBatchAndEachGetsWhatItGetsAlone(boolean mixed) throws Exception {
         TestBundles.Spec s = TestBundles.Spec.llama(GgmlType.Q8_0).withShape(97, 64, 2, 128, 4, 2, 16);
-        Path b = TestBundles.write(tmp.resolve("m"), s, TestBundles.randomWeights(s, 3), 1, 1);
+        Path b = TestBundles.write(tmp.resolve("m" + mixed), s, TestBundles.randomWeights(s, 3), 1, 1);
         ModelOptions opts = new ModelOptions(Verify.NONE, 64, 8);
         int n = PROMPTS.length;
         int[][] alone = new int[n][];
         try (DecoderModel m = CpuModels.open(b, opts)) {
             GenerateLoop loop = new GenerateLoop(m, Toy::new, Set.of());
-            for (int i = 0; i < n; i++) alone[i] = loop.run(req(PROMPTS[i]), (t, d) -> true, new Cancellation()).tokens();
+            for (int i = 0; i < n; i++) alone[i] = loop.run(req(i, mixed), (t, d) -> true, new Cancellation()).tokens();
         }
         try (DecoderModel m = CpuModels.open(b, opts)) {
             DecodeBatcher batcher = new DecodeBatcher(m, n);
@@ -65,10 +74,10 @@ class DecodeBatcherTest {
                     CyclicBarrier firstTokens = new CyclicBarrier(n);   // every sequence prefilled before any decodes
                     List<Future<GenerationResult>> results = new ArrayList<>();
                     for (int i = 0; i < n; i++) {
-                        int[] prompt = PROMPTS[i];
+                        GenerationRequest request = req(i, mixed);
                         results.add(pool.submit(() -> {
                             boolean[] first = {true};
-                            return loop.run(req(prompt), (t, d) -> {
+                            return loop.run(request, (t, d) -> {
                                 if (first[0]) {
                                     first[0] = false;
                                     try {
@@ -108,7 +117,11 @@ class DecodeBatcherTest {
             try (DecodeBatcher.Sequence d = batcher.open()) {
                 float[] logits = d.prefill(new int[] {1, 2, 3});
                 assertEquals(m.vocabSize(), logits.length);
-                assertEquals(m.vocabSize(), d.decode(4, 3).length);
+                float[] next = d.decode(4, 3);
+                assertEquals(m.vocabSize(), next.length);
+                // the greedy forms pick those logits' argmax
+                assertEquals(dev.v100.runtime.sample.Logits.argmaxFinite(logits), d.prefillGreedy(new int[] {1, 2, 3}));
+                assertEquals(dev.v100.runtime.sample.Logits.argmaxFinite(next), d.decodeGreedy(4, 3));
             }
             c.close();
         }

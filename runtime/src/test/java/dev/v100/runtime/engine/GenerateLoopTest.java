@@ -146,6 +146,27 @@ class GenerateLoopTest {
     }
 
     @Test
+    void nonFiniteLogitsEndTheGenerationWithAnError() {
+        // a NaN in one row of the output matrix: every step's logit of that token is NaN
+        TestBundles.Spec s = TestBundles.Spec.llama(GgmlType.F32).withMaxPositions(32);
+        java.util.Map<String, TestBundles.Full> w = TestBundles.randomWeights(s, 1);
+        java.lang.foreign.MemorySegment.ofArray(w.get("output.weight").data())
+                .set(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, 4L * 7 * s.hidden(), Float.NaN);
+        Path b = TestBundles.write(tmp.resolve("nan"), s, w, 1, 1);
+        try (DecoderModel m = CpuModels.open(b, new ModelOptions(Verify.NONE, 0, 8))) {
+            GenerateLoop loop = new GenerateLoop(m, Toy::new, Set.of());
+            // greedy: picked where the logits are; greedy with a penalty and sampling: the logits come back
+            for (SamplingParams p : List.of(SamplingParams.greedy(), new SamplingParams(0, 0, 1, 0, 1.2, 0, 0, 1),
+                    new SamplingParams(0.8, 0, 1, 0, 1, 0, 0, 1))) {
+                GenerationResult r = loop.run(req(new int[] {1, 2, 3}, p, 4, List.of(), Set.of()), (t, d) -> true, new Cancellation());
+                assertEquals(FinishReason.ERROR, r.finishReason(), p.toString());
+                assertEquals(0, r.tokens().length, p.toString());
+                assertTrue(r.errorMessage().contains("non-finite logits at position 3"), p + ": " + r.errorMessage());
+            }
+        }
+    }
+
+    @Test
     void contextLimits() {
         GenerateLoop loop = new GenerateLoop(model, Toy::new, Set.of());
         int[] tooLong = new int[32];
