@@ -51,6 +51,8 @@ public final class CudaBackend implements Backend {
     /** Bytes of the fp16 scratch a quantized weight is dequantized into, chunk by chunk, for cuBLAS. */
     static final long DEQUANT_SCRATCH_BYTES = 64L << 20;
     private static final int EW = KernelCatalog.ELEMENTWISE_THREADS;
+    /** Columns one block of argmax_rows scans (8 a thread): a 128k vocabulary is 63 blocks a row. */
+    private static final int ARGMAX_CHUNK = 8 * EW;
     /** Fewer groups than this (about the SMs of a V100) get RMSNorm blocks of up to NORM_MAX_THREADS threads. */
     static final int NORM_FEW_GROUPS = 64;
     /** rmsNorm of one row (not in place): outputs per block of its split (see norm.cu). */
@@ -1051,8 +1053,12 @@ public final class CudaBackend implements Backend {
         CudaBuffer xb = buf(x);
         device.bind();
         if (xb.rows == 0) return new RowMax[0];
+        // blocks of ARGMAX_CHUNK columns, the last of a row's to finish reduces them (argmax_rows)
+        int parts = (xb.cols + ARGMAX_CHUNK - 1) / ARGMAX_CHUNK;
+        long partV = device.scratch(argmaxScratch + ":parts", 8L * xb.rows * parts), partI = partV + 4L * xb.rows * parts;
+        long done = device.scratchZeroed(argmaxScratch + ":done", 4L * xb.rows);
         long out = device.scratch(argmaxScratch, 8L * xb.rows);
-        device.launch(kArgmax).ptr(xb.address).i32(xb.cols).ptr(out).go(xb.rows, 1, 1, EW, 0);
+        device.launch(kArgmax).ptr(xb.address).i32(xb.cols).i32(ARGMAX_CHUNK).ptr(partV).ptr(partI).ptr(done).ptr(out).go(parts, xb.rows, 1, EW, 0);
         int[] got = device.downloadInts(out, 2 * xb.rows);
         RowMax[] rows = new RowMax[xb.rows];
         for (int r = 0; r < xb.rows; r++) {

@@ -230,7 +230,9 @@ class CudaOpsTest {
     void argmaxPicksTheFirstLargestAndFlagsNonFiniteRows() {
         try (CudaBackend b = backend("argmax")) {
             SplittableRandom rnd = new SplittableRandom(6);
-            for (int cols : AWKWARD) {
+            // awkward widths (one block a row) and vocabulary widths (many blocks a row, the last reduces); each
+            // launch leaves its tickets at zero for the next
+            for (int cols : new int[] {1, 7, 33, 769, 4097, 2048 * 3 + 1, 128256, 248320}) {
                 int rows = 5;
                 float[] v = halves(rnd, rows * cols, 1);
                 v[cols - 1] = 9f;                    // row 0: the last element
