@@ -12,6 +12,13 @@ extern "C" __global__ void rmsnorm(const float* x, const float* w, float* out, i
     int group = blockIdx.x / split, part = blockIdx.x - group * split;
     const float* xg = x + (i64) group * groupElems;
     float* og = out + (i64) group * groupElems;
+    int chunk = (groupElems + 32 * split - 1) / (32 * split) * 32, end = min(groupElems, (part + 1) * chunk);
+    // a block whose threads write at most one output each (a split decode row) loads its x and w before the sum,
+    // so the loads overlap the sum's instead of following its barriers (the same values: nothing is written before)
+    bool one = chunk <= (int) blockDim.x;
+    int i1 = part * chunk + threadIdx.x;
+    float x1 = 0.f, w1 = 0.f;
+    if (one && i1 < end) { x1 = xg[i1]; w1 = w[i1]; }
     float ss = 0.f;
     for (int i = threadIdx.x; i < groupElems; i += blockDim.x) {
         float v = xg[i];
@@ -19,7 +26,14 @@ extern "C" __global__ void rmsnorm(const float* x, const float* w, float* out, i
     }
     ss = block_sum(ss, red);
     float inv = 1.f / sqrtf(ss / (float) groupElems + eps);
-    int chunk = (groupElems + 32 * split - 1) / (32 * split) * 32, end = min(groupElems, (part + 1) * chunk);
+    if (one) {
+        if (i1 < end) {
+            float y = __fmul_rn(__fmul_rn(x1, inv), w1);
+            og[i1] = y;
+            if (x16) x16_store_unit(y, i1 >> 5, groupElems, x16);
+        }
+        return;
+    }
     for (int i = part * chunk + threadIdx.x; i < end; i += blockDim.x) {
         float y = __fmul_rn(__fmul_rn(xg[i], inv), w[i]);
         og[i] = y;
