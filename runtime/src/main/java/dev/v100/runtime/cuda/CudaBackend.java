@@ -659,12 +659,19 @@ public final class CudaBackend implements Backend {
         return Integer.highestOneBit(Math.max(1, pages - 1)) << (pages > 1 ? 1 : 0);
     }
 
-    /** gemv_ref_*: one warp per output row straight from global memory (any alignment, any column count). */
+    /**
+     * gemv_ref_*: one warp per output row straight from global memory (any alignment, any column count). A short
+     * matrix (a MoE router: 256 rows) gets a block per row, so that its warps spread over every SM instead of a
+     * quarter as many blocks of four (the same warps, the same sums).
+     */
     void gemvRef(CudaBuffer x, CudaWeight w, CudaBuffer out) {
-        int warps = KernelCatalog.GEMV_THREADS / 32;
+        int warps = w.rows <= REF_FEW_ROWS ? 1 : KernelCatalog.GEMV_THREADS / 32;
         w.params(device.launch(w.kernels.gemvRef())).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
-                .go((w.rows + warps - 1) / warps, 1, 1, KernelCatalog.GEMV_THREADS, 0);
+                .go((w.rows + warps - 1) / warps, 1, 1, 32 * warps, 0);
     }
+
+    /** Rows up to which gemvRef runs a warp a block (2 blocks of it per SM of an H200 at most). */
+    static final int REF_FEW_ROWS = 256;
 
     void gemmKernel(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         long gx = (w.rows + KernelCatalog.GEMM_TILE_ROWS - 1) / KernelCatalog.GEMM_TILE_ROWS;
