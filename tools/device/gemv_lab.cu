@@ -49,11 +49,29 @@ __global__ void __launch_bounds__(GEMV_X16_THREADS) x16_var(WEIGHT_PARAMS, const
                                                             const float* addTo, float scale) {
     gemv_x16_impl<Q, R, 1, TPR, U>(WEIGHT_VIEW, xq, 1, y, rows, (i64) blockIdx.x * R * (GEMV_X16_THREADS / TPR), nullptr, 1.f);
 }
+// Persistent (seventh session): a grid of at most maxBlocks blocks, each looping over row groups with the
+// grid's stride, so the SMs do not retire and launch a block per row group (a 14336-row matrix is 7168 blocks of
+// one load round each under the shipped layout; ktrace read the in-graph GEMVs at ~2.2 TB/s of 4.2). Measured
+// (seventh session, 8 layers in a graph without the quantize launches): no faster. q4_K 55.7 us a layer at 16
+// blocks an SM and 55.9 at 32 against the shipped 55.6, 67.4 at 8; q8_0 78.5-83.0 against 76.2. Block churn is not
+// what holds the GEMV below the bandwidth (Q8_0 reaches 3.0 TB/s in a graph, Q4_K 2.2: instructions a byte).
+template <class Q, int R, int TPR, int U = 1>
+__global__ void __launch_bounds__(GEMV_X16_THREADS) x16_persist(WEIGHT_PARAMS, const unsigned char* xq, int n, float* y, int rows,
+                                                                const float* addTo, float scale) {
+    const int per = R * (GEMV_X16_THREADS / TPR);
+    for (i64 r0 = (i64) blockIdx.x * per; r0 < rows; r0 += (i64) gridDim.x * per)
+        gemv_x16_impl<Q, R, 1, TPR, U>(WEIGHT_VIEW, xq, 1, y, rows, r0, nullptr, 1.f);
+}
 typedef void (*X16Kern)(WEIGHT_PARAMS, const unsigned char*, int, float*, int, const float*, float);
-struct X16Variant { const char* name; X16Kern k; int rowsPerBlock; };
-template <class Q>
+struct X16Variant { const char* name; X16Kern k; int rowsPerBlock; int blocksPerSm = 0; };   // blocksPerSm: persistent grid
+static int sms;   // the device's multiprocessors (persistent grids)
+template <class Q, int PU = 1>   // PU: the shipped kernel's U (the persistent rows use it)
 static std::vector<X16Variant> x16_variants(X16Kern shipped) {
     return {{"shipped", shipped, GEMV_X16_ROWS},
+            {"persistent R2 T64 x8", x16_persist<Q, 2, 64, PU>, 2, 8},
+            {"persistent R2 T64 x16", x16_persist<Q, 2, 64, PU>, 2, 16},
+            {"persistent R2 T64 x32", x16_persist<Q, 2, 64, PU>, 2, 32},
+            {"persistent R2 T32 x16", x16_persist<Q, 2, 32, PU>, 4, 16},
             {"candidate R1 T64", x16_var<Q, 1, 64>, 1},
             {"candidate R1 T32", x16_var<Q, 1, 32>, 2},
             {"candidate R2 T32", x16_var<Q, 2, 32>, 4},
@@ -115,7 +133,7 @@ struct Q4kWideItem {
 
 // Q4_K: the layouts above, then its wide item (64 weights a row: one scale decode and epilogue for both halves)
 static std::vector<X16Variant> q4k_variants() {
-    std::vector<X16Variant> v = x16_variants<Q4kItem>(gemv_x16_q4_K);
+    std::vector<X16Variant> v = x16_variants<Q4kItem, 2>(gemv_x16_q4_K);
     v.push_back({"candidate wide R2 T64", x16_var<Q4kWideItem, 2, 64, 1>, 2});
     v.push_back({"candidate wide R1 T64", x16_var<Q4kWideItem, 1, 64, 1>, 1});
     v.push_back({"candidate wide R2 T32", x16_var<Q4kWideItem, 2, 32, 1>, 4});
@@ -221,6 +239,7 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("%s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+    sms = prop.multiProcessorCount;
     float *x, *y, *yr;
     CK(cudaMalloc(&x, 14336 * 4)); CK(cudaMalloc(&y, 14336 * 4)); CK(cudaMalloc(&yr, 14336 * 4));
     {
@@ -318,6 +337,7 @@ int main(int argc, char** argv) {
             for (const X16Variant& v : vs) {
                 auto run = [&](const Mat& m) {
                     int grid = (m.rows + v.rowsPerBlock - 1) / v.rowsPerBlock;
+                    if (v.blocksPerSm) grid = std::min(grid, v.blocksPerSm * sms);
                     v.k<<<grid, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, 1, y, m.rows,
                                                           nullptr, 1.f);
                 };
