@@ -7,7 +7,7 @@ re-captured at another position is the same kind). For each kind: replays, the m
 start to last end), the kernels' busy time in it (the sum of their durations: span - busy is what the launches
 between them cost inside the graph), and its kernels by busy time, per replay. Then where the GPU waited on the
 host: the idle time before each graph replay, kernel launched one by one or memory copy (its start minus the
-latest end before it), summed by what came next; and, for the wait that costs most in total (a decode step's
+latest end before it), summed by what came next; and, for the most frequent long wait (a decode step's
 start), the driver calls the host made inside those waits (the rest of a wait is the host's own code).
 
 Usage: kernel_trace.py TRACE.tsv [--top N]
@@ -111,11 +111,12 @@ def human(n):
 
 
 def host_in_waits(idle, gaps, driver):
-    """The driver calls inside the waits before the label that waited longest in total (32 times at least)."""
-    often = {k: v for k, v in gaps.items() if len(v) >= 32}
+    """The driver calls inside the waits before the label that waited most often (32 times at least, 20 us or more at
+    the median: a decode step's start; loading's few long waits are the copies' own)."""
+    often = {k: v for k, v in gaps.items() if len(v) >= 32 and statistics.median(e - s for s, e in v) >= 20_000}
     if not often or not driver:
         return
-    label = max(often, key=lambda k: sum(e - s for s, e in often[k]))
+    label = max(often, key=lambda k: len(often[k]))
     waits = often[label]
     driver.sort()
     starts = [d[0] for d in driver]
