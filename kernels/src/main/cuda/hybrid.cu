@@ -396,6 +396,8 @@ __device__ __forceinline__ float vblock_sum(F f, int vthreads, float* red) {
     return warp_sum(t);
 }
 
+#define MOE_NORM_PRE 2   // columns a thread whose loads moe_output_norm issues first (2048 columns, 1024 threads)
+
 // moe_output, then out = rmsnorm(acc) * w (the next layer's input norm; x16: 0, or one row's 16-bit copy of out): one
 // block per row, any blockDim; the shared gate's dot summed as moe_output's gateThreads threads would and the norm's
 // squares as rmsnorm's normThreads (vblock_sum). Bit for bit moe_output + rmsnorm; out must not alias acc.
@@ -404,6 +406,25 @@ extern "C" __global__ void moe_output_norm(const float* expertOut, const float* 
                                            float eps, int normThreads, float* out, unsigned char* x16) {
     __shared__ float red[32];
     i64 t = blockIdx.x;
+    float* a = acc + t * cols;
+    // a decode row (at most MOE_NORM_PRE columns a thread, topK <= 8): the thread's expert outputs, weights, shared
+    // output, residual and norm weight are loaded before the shared gate's dot, so their latency overlaps the dot's
+    // instead of following its barriers; the same values and the same arithmetic as the loop below
+    bool pre = topK <= 8 && cols <= MOE_NORM_PRE * (int) blockDim.x;
+    float ev[MOE_NORM_PRE][8], sv[MOE_NORM_PRE], av[MOE_NORM_PRE], wv[8];
+    if (pre) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) wv[k] = k < topK ? weights[t * topK + k] : 0.f;
+#pragma unroll
+        for (int m = 0; m < MOE_NORM_PRE; m++) {
+            int c = threadIdx.x + m * blockDim.x;
+            bool on = c < cols;
+#pragma unroll
+            for (int k = 0; k < 8; k++) ev[m][k] = on && k < topK ? expertOut[(t * topK + k) * cols + c] : 0.f;
+            sv[m] = on && shared ? shared[t * cols + c] : 0.f;
+            av[m] = on ? a[c] : 0.f;
+        }
+    }
     float g = 1.f;
     if (gate) {
         g = sigmoidf(vblock_sum([&](int j) {
@@ -412,11 +433,24 @@ extern "C" __global__ void moe_output_norm(const float* expertOut, const float* 
             return d;
         }, gateThreads, red));
     }
-    float* a = acc + t * cols;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-        float e = moe_weighted(weights + t * topK, expertOut + t * topK * cols, topK, cols, c);
-        if (shared) e = __fadd_rn(e, __fmul_rn(shared[t * cols + c], g));
-        a[c] = __fadd_rn(a[c], e);
+    if (pre) {
+#pragma unroll
+        for (int m = 0; m < MOE_NORM_PRE; m++) {
+            int c = threadIdx.x + m * blockDim.x;
+            if (c >= cols) continue;
+            float e = 0.f;   // moe_weighted's sum: slots in order, fmas as written
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                if (k < topK) e = __fmaf_rn(wv[k], ev[m][k], e);
+            if (shared) e = __fadd_rn(e, __fmul_rn(sv[m], g));
+            a[c] = __fadd_rn(av[m], e);
+        }
+    } else {
+        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+            float e = moe_weighted(weights + t * topK, expertOut + t * topK * cols, topK, cols, c);
+            if (shared) e = __fadd_rn(e, __fmul_rn(shared[t * cols + c], g));
+            a[c] = __fadd_rn(a[c], e);
+        }
     }
     // (the barrier in vblock_sum makes the block's writes of a visible to all of its threads)
     float ss = vblock_sum([&](int j) {
