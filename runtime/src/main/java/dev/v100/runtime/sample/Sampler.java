@@ -69,18 +69,25 @@ public final class Sampler {
         if (p.isGreedy()) return argmax(l);
         double invT = 1 / p.temperature();
         for (int i = 0; i < vocab; i++) l[i] *= invT;
-        int[] cand = candidates(l);
-        // softmax over the candidates (sorted by logit, descending)
-        double max = l[cand[0]];
-        double[] prob = new double[cand.length];
+        // candidates in rank order (logit descending, then id ascending), ranked only as far as the draw needs:
+        // sorting a whole 128k vocabulary every token cost ~10 ms, several decode steps of the GPU
+        Ranked cand = new Ranked(l, p.topK() > 0 ? Math.min(p.topK(), vocab) : vocab);
+        double max = l[cand.id(0)];
+        // the softmax's denominator over the candidates: in rank order for a top-k cut (as a full sort would), over
+        // the whole vocabulary in id order otherwise (the same sum up to its last bits)
         double sum = 0;
-        for (int i = 0; i < cand.length; i++) sum += prob[i] = Math.exp(l[cand[i]] - max);
-        for (int i = 0; i < cand.length; i++) prob[i] /= sum;
-        int keep = cand.length;
+        double[] e = null;   // every token a candidate: exp(l - max) of each, computed once
+        if (cand.size < vocab) {
+            for (int i = 0; i < cand.size; i++) sum += Math.exp(l[cand.id(i)] - max);
+        } else {
+            e = new double[vocab];
+            for (int i = 0; i < vocab; i++) sum += e[i] = Math.exp(l[i] - max);
+        }
+        int keep = cand.size;
         if (p.topP() < 1) {
             double cum = 0;
-            for (int i = 0; i < cand.length; i++) {
-                cum += prob[i];
+            for (int i = 0; i < cand.size; i++) {
+                cum += prob(l, e, cand.id(i), max, sum);
                 if (cum >= p.topP()) {
                     keep = i + 1;
                     break;
@@ -88,20 +95,97 @@ public final class Sampler {
             }
         }
         if (p.minP() > 0) {
-            double floor = p.minP() * prob[0];   // prob[0] is the largest
+            double floor = p.minP() * prob(l, e, cand.id(0), max, sum);   // the first is the largest
             int k = 1;
-            while (k < keep && prob[k] >= floor) k++;
+            while (k < keep && prob(l, e, cand.id(k), max, sum) >= floor) k++;
             keep = k;
         }
-        double total = 0;
-        for (int i = 0; i < keep; i++) total += prob[i];
+        double total;
+        if (keep < vocab) {
+            total = 0;
+            for (int i = 0; i < keep; i++) total += prob(l, e, cand.id(i), max, sum);
+        } else {
+            total = 0;   // every token kept: their sum in id order
+            for (int i = 0; i < vocab; i++) total += prob(l, e, i, max, sum);
+        }
         double u = random.nextDouble() * total;
         double acc = 0;
         for (int i = 0; i < keep; i++) {
-            acc += prob[i];
-            if (u < acc) return cand[i];
+            acc += prob(l, e, cand.id(i), max, sum);
+            if (u < acc) return cand.id(i);
         }
-        return cand[keep - 1];
+        return cand.id(keep - 1);
+    }
+
+    /** Token id's probability: exp(l - max) / sum, e holding the exponentials when computed already. */
+    private static double prob(double[] l, double[] e, int id, double max, double sum) {
+        return (e != null ? e[id] : Math.exp(l[id] - max)) / sum;
+    }
+
+    /**
+     * The first {@code size} token ids in rank order (logit descending, ties: lower id first), found as far as asked:
+     * the ranked prefix starts at {@link #FIRST} ids (the smallest keys kept in a bounded heap, O(vocab log m)) and
+     * doubles when a walk goes past it.
+     */
+    static final class Ranked {
+        static final int FIRST = 64;
+        final int size;
+        private final long[] keys;   // sort keys: descending logit, then ascending id, packed in a long
+        private int[] ids = new int[0];
+
+        Ranked(double[] l, int size) {
+            this.size = size;
+            keys = new long[l.length];
+            for (int i = 0; i < l.length; i++) {
+                int bits = Float.floatToIntBits((float) l[i]);
+                int sortable = bits >= 0 ? bits : bits ^ 0x7FFF_FFFF;   // float order as signed int order
+                keys[i] = ((long) ~sortable << 32) | i;
+            }
+        }
+
+        int id(int rank) {
+            if (rank >= ids.length) rank(Math.min(size, Math.max(rank + 1, Math.max(FIRST, 2 * ids.length))));
+            return ids[rank];
+        }
+
+        /** ids of the m smallest keys, sorted. */
+        private void rank(int m) {
+            long[] smallest;
+            if (m >= keys.length / 4) {
+                smallest = keys.clone();
+                Arrays.sort(smallest);
+            } else {
+                // a max-heap of the m smallest keys so far
+                long[] heap = new long[m];
+                int n = 0;
+                for (long k : keys) {
+                    if (n < m) {
+                        heap[n] = k;
+                        for (int c = n++; c > 0 && heap[(c - 1) / 2] < heap[c]; c = (c - 1) / 2) swap(heap, c, (c - 1) / 2);
+                    } else if (k < heap[0]) {
+                        heap[0] = k;
+                        for (int c = 0; ; ) {
+                            int a = 2 * c + 1, b = a + 1, big = c;
+                            if (a < m && heap[a] > heap[big]) big = a;
+                            if (b < m && heap[b] > heap[big]) big = b;
+                            if (big == c) break;
+                            swap(heap, c, big);
+                            c = big;
+                        }
+                    }
+                }
+                smallest = heap;
+                Arrays.sort(smallest);
+            }
+            ids = new int[m];
+            for (int i = 0; i < m; i++) ids[i] = (int) smallest[i];
+        }
+
+        private static void swap(long[] h, int a, int b) {
+            long t = h[a];
+            h[a] = h[b];
+            h[b] = t;
+        }
     }
 
     private void applyPenalties(double[] l) {
@@ -120,22 +204,5 @@ public final class Sampler {
         int best = 0;
         for (int i = 1; i < l.length; i++) if (l[i] > l[best] || Double.isNaN(l[best])) best = i;
         return best;
-    }
-
-    /** Token ids sorted by logit descending (ties: lower id first), cut to top-k when set. */
-    private int[] candidates(double[] l) {
-        int n = l.length;
-        int k = p.topK() > 0 ? Math.min(p.topK(), n) : n;
-        // sort keys: descending logit, then ascending id, packed in a long
-        long[] keys = new long[n];
-        for (int i = 0; i < n; i++) {
-            int bits = Float.floatToIntBits((float) l[i]);
-            int sortable = bits >= 0 ? bits : bits ^ 0x7FFF_FFFF;   // float order as signed int order
-            keys[i] = ((long) ~sortable << 32) | i;
-        }
-        Arrays.sort(keys);
-        int[] out = new int[k];
-        for (int i = 0; i < k; i++) out[i] = (int) keys[i];
-        return out;
     }
 }

@@ -52,6 +52,80 @@ class SamplerTest {
         return out;
     }
 
+    /**
+     * The sampler as it was before its ranking went lazy: the whole vocabulary sorted every token, the softmax summed in
+     * rank order (no penalties here). The lazy one ranks only as far as a draw needs.
+     */
+    static int fullSortReference(float[] logits, double t, int topK, double topP, double minP, java.util.SplittableRandom random) {
+        int n = logits.length;
+        double[] l = new double[n];
+        for (int i = 0; i < n; i++) l[i] = logits[i] / t;
+        int k = topK > 0 ? Math.min(topK, n) : n;
+        long[] keys = new long[n];
+        for (int i = 0; i < n; i++) {
+            int bits = Float.floatToIntBits((float) l[i]);
+            int sortable = bits >= 0 ? bits : bits ^ 0x7FFF_FFFF;
+            keys[i] = ((long) ~sortable << 32) | i;
+        }
+        Arrays.sort(keys);
+        int[] cand = new int[k];
+        for (int i = 0; i < k; i++) cand[i] = (int) keys[i];
+        double max = l[cand[0]], sum = 0;
+        double[] prob = new double[k];
+        for (int i = 0; i < k; i++) sum += prob[i] = Math.exp(l[cand[i]] - max);
+        for (int i = 0; i < k; i++) prob[i] /= sum;
+        int keep = k;
+        if (topP < 1) {
+            double cum = 0;
+            for (int i = 0; i < k; i++) {
+                cum += prob[i];
+                if (cum >= topP) {
+                    keep = i + 1;
+                    break;
+                }
+            }
+        }
+        if (minP > 0) {
+            int m = 1;
+            while (m < keep && prob[m] >= minP * prob[0]) m++;
+            keep = m;
+        }
+        double total = 0;
+        for (int i = 0; i < keep; i++) total += prob[i];
+        double u = random.nextDouble() * total, acc = 0;
+        for (int i = 0; i < keep; i++) {
+            acc += prob[i];
+            if (u < acc) return cand[i];
+        }
+        return cand[keep - 1];
+    }
+
+    @Property(tries = 200)
+    void picksWhatAFullSortPicks(@ForAll("logits") float[] l, @ForAll @DoubleRange(min = 0.2, max = 3) double t,
+                                 @ForAll @IntRange(min = 0, max = 60) int topK, @ForAll @DoubleRange(min = 0.05, max = 1) double topP,
+                                 @ForAll @DoubleRange(min = 0, max = 0.3) double minP, @ForAll long seed) {
+        // (without a top-k cut the lazy sampler sums the softmax in id order, the reference in rank order: the same
+        // draws unless u falls within an ulp of a boundary)
+        Sampler s = new Sampler(params(t, topK, topP, minP, seed), VOCAB, new int[0]);
+        java.util.SplittableRandom ref = new java.util.SplittableRandom(seed);
+        for (int i = 0; i < 20; i++) assertEquals(fullSortReference(l, t, topK, topP, minP, ref), s.sample(l), "draw " + i);
+    }
+
+    @Test
+    void aVocabularySizedRowRanksPastTheFirstPrefix() {
+        // a flat distribution (temperature 4 over gaussian logits): most draws land past the first 64 ranked ids
+        float[] l = new float[128256];
+        java.util.SplittableRandom r = new java.util.SplittableRandom(11);
+        for (int i = 0; i < l.length; i++) l[i] = (float) r.nextGaussian();
+        for (double[] c : new double[][] {{4, 0, 1, 0}, {4, 0, 0.9, 0}, {1, 100, 1, 0}, {0.7, 0, 1, 0.05}, {4, 5000, 0.99, 0}}) {
+            Sampler s = new Sampler(params(c[0], (int) c[1], c[2], c[3], 5), l.length, new int[0]);
+            java.util.SplittableRandom ref = new java.util.SplittableRandom(5);
+            for (int i = 0; i < 8; i++) {
+                assertEquals(fullSortReference(l, c[0], (int) c[1], c[2], c[3], ref), s.sample(l), Arrays.toString(c) + ", draw " + i);
+            }
+        }
+    }
+
     @Property(tries = 50)
     void greedyIsArgmaxLowestIdOnTies(@ForAll("logits") float[] l, @ForAll @IntRange(min = 0, max = VOCAB - 1) int dup) {
         l[dup] = 100;
