@@ -150,14 +150,22 @@ extern "C" __global__ void delta_gates(const float* alpha, const float* beta, co
 // per group of dk (a block per group, one element per thread as l2norm's launch: blockDim = dk rounded up to 32);
 // [2 qk, C) into v [n, vCols] (blocks of blockDim channels); the last block runs delta_gates on alpha, beta
 // [n, heads] in place. grid: 2 qk / dk + ceil(vCols / blockDim) + 1.
+// rowStates: null, or a decode batch (gridDim.y = n): row t = blockIdx.y is one token of its own sequence, whose conv
+// state is rowStates[t] (the rows' arithmetic is each row's launch alone).
 extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, const float* wF32, const h16* wF16, int kernel, float* state, int dk,
                                       float eps, float* q, float* k, float* v, float* alpha, float* beta, const float* aLog, const float* dtBias,
-                                      int heads) {
+                                      int heads, const i64* rowStates) {
     __shared__ float red[32];
     int channels = 2 * qk + vCols, qkBlocks = 2 * qk / dk, vBlocks = (vCols + blockDim.x - 1) / blockDim.x;
     int b = blockIdx.x, tid = threadIdx.x;
+    int t0 = 0, t1 = n;   // the rows this block runs
+    if (rowStates) {
+        t0 = blockIdx.y;
+        t1 = t0 + 1;
+        state = reinterpret_cast<float*>(rowStates[t0]);
+    }
     if (b == qkBlocks + vBlocks) {   // delta_gates
-        for (i64 i = tid; i < (i64) n * heads; i += blockDim.x) delta_gate(i, heads, alpha, beta, aLog, dtBias, alpha, beta);
+        for (i64 i = (i64) t0 * heads + tid; i < (i64) t1 * heads; i += blockDim.x) delta_gate(i, heads, alpha, beta, aLog, dtBias, alpha, beta);
         return;
     }
     bool norm = b < qkBlocks;
@@ -165,7 +173,7 @@ extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, cons
     bool on = norm ? tid < dk : c < channels;
     ConvChannel ch;
     if (on) ch = conv_load(c, wF32, wF16, kernel, state);
-    for (int t = 0; t < n; t++) {
+    for (int t = t0; t < t1; t++) {
         float y = 0.f;
         if (on) {
             y = conv_step(ch, qkv[(i64) t * channels + c]);
@@ -196,11 +204,20 @@ extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, cons
 // flight at decode: 25 us a layer for 2 MB of state.)
 #define GDN_RULE_WARPS 16
 #define GDN_RULE_ROWS (GDN_MAX_KEY_DIM / GDN_RULE_WARPS)
+// rowStates: null, or a decode batch (gridDim.z = n): row t = blockIdx.z is one token of its own sequence, whose state
+// is rowStates[t] (each row's arithmetic is its launch alone).
 extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_rule(const float* q, const float* k, const float* v,
-        const float* decay, const float* beta, int n, int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out) {
+        const float* decay, const float* beta, int n, int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out,
+        const i64* rowStates) {
     __shared__ float qs[GDN_MAX_KEY_DIM], ks[GDN_MAX_KEY_DIM];
     __shared__ float part[2][GDN_RULE_WARPS][32];
     int h = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int t0 = 0, t1 = n;   // the rows this block runs
+    if (rowStates) {
+        t0 = blockIdx.z;
+        t1 = t0 + 1;
+        state = reinterpret_cast<float*>(rowStates[t0]);
+    }
     int kh = h / (valueHeads / keyHeads);
     int j = blockIdx.y * 32 + lane;
     bool col = j < dv;
@@ -212,7 +229,7 @@ extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_ru
         int i = warp + GDN_RULE_WARPS * r;
         s[r] = col && i < dk ? S[(i64) i * dv + j] : 0.f;
     }
-    for (int t = 0; t < n; t++) {
+    for (int t = t0; t < t1; t++) {
         __syncthreads();   // the previous row is done with qs, ks and part
         for (int i = threadIdx.x; i < dk; i += blockDim.x) {
             qs[i] = q[t * qkCols + (i64) kh * dk + i] * scale;

@@ -332,6 +332,33 @@ public interface Backend extends AutoCloseable {
                         int startPos, Buffer out);
 
     /**
+     * {@link #gdnInputs} of a decode batch: row i of every buffer is one token of its own sequence, with
+     * {@code states.get(i)} at {@code positions[i]}. Equals the op row by row (its default); a backend may run the
+     * rows in one launch.
+     */
+    default void gdnInputsRows(Buffer qkv, Weight conv, List<LinearAttentionState> states, int[] positions, int keyHeadDim, float l2Eps,
+                               Buffer q, Buffer k, Buffer v, Buffer alpha, Buffer beta, Weight aLog, Weight dtBias) {
+        OpChecks.rows("gdnInputsRows", qkv.rows(), states.size(), positions.length);
+        for (int i = 0; i < qkv.rows(); i++) {
+            gdnInputs(qkv.slice(i, 1), conv, states.get(i), positions[i], keyHeadDim, l2Eps, q.slice(i, 1), k.slice(i, 1), v.slice(i, 1),
+                    alpha.slice(i, 1), beta.slice(i, 1), aLog, dtBias);
+        }
+    }
+
+    /**
+     * {@link #gatedDeltaRule} of a decode batch: row i is one token of its own sequence, with {@code states.get(i)} at
+     * {@code positions[i]}. Equals the op row by row (its default); a backend may run the rows in one launch.
+     */
+    default void gatedDeltaRuleRows(Buffer q, Buffer k, Buffer v, Buffer decay, Buffer beta, float scale, List<LinearAttentionState> states,
+                                    int[] positions, Buffer out) {
+        OpChecks.rows("gatedDeltaRuleRows", q.rows(), states.size(), positions.length);
+        for (int i = 0; i < q.rows(); i++) {
+            gatedDeltaRule(q.slice(i, 1), k.slice(i, 1), v.slice(i, 1), decay.slice(i, 1), beta.slice(i, 1), scale, states.get(i), positions[i],
+                    out.slice(i, 1));
+        }
+    }
+
+    /**
      * Gated RMSNorm over every group of w.cols consecutive elements of each row, in fp32:
      * {@code x * rsqrt(mean(x^2) + eps) * w * silu(z)} (transformers' Qwen3_5RMSNormGated, w a plain
      * multiplier). z has x's shape; out may be x.

@@ -28,6 +28,13 @@ public final class OpChecks {
         return hk;
     }
 
+    /** A rows op's buffers, states and positions agree: one of each a row. */
+    public static void rows(String op, int rows, int states, int positions) {
+        if (states != rows || positions != rows) {
+            throw new BackendException(op + ": " + rows + " rows, " + states + " states and " + positions + " positions (one of each a row)");
+        }
+    }
+
     /**
      * A linear-attention state part that holds {@code held} tokens continues at startPos: at 0 (the caller
      * resets it) or exactly where it stopped; it cannot be rewound.

@@ -1186,9 +1186,56 @@ public final class CudaBackend implements Backend {
     @Override
     public void gdnInputs(Buffer qkv, Weight conv, LinearAttentionState state, int startPos, int keyHeadDim, float l2Eps, Buffer q, Buffer k,
                           Buffer v, Buffer alpha, Buffer beta, Weight aLog, Weight dtBias) {
+        GdnInputs g = gdnInputsOperands("gdnInputs", qkv, conv, linear(state), keyHeadDim, q, k, v, alpha, beta, aLog, dtBias);
+        CudaLinearState s = linear(state);
+        device.bind();
+        note(g.w);
+        note(g.al);
+        OpChecks.continuesAt("gdnInputs", "conv state", s.convTokens, startPos);
+        if (startPos == 0 && s.convBytes() > 0) {
+            Cuda.check(cuMemsetD32Async(s.conv, 0, s.convBytes() / 4, device.stream()), "cuMemsetD32Async", "resetting a conv state");
+        }
+        if (g.xb.rows > 0) launchGdnInputs(g, keyHeadDim, l2Eps, s.conv, 0, 1);
+        s.convTokens = startPos + g.xb.rows;
+        g.checked();
+    }
+
+    /** gdn_inputs over a decode batch's rows in one launch (a row at position 0, which resets its state: row by row). */
+    @Override
+    public void gdnInputsRows(Buffer qkv, Weight conv, List<LinearAttentionState> states, int[] positions, int keyHeadDim, float l2Eps,
+                              Buffer q, Buffer k, Buffer v, Buffer alpha, Buffer beta, Weight aLog, Weight dtBias) {
+        int n = buf(qkv).rows;
+        OpChecks.rows("gdnInputsRows", n, states.size(), positions.length);
+        if (n < 2 || n > KernelCatalog.STEP_MAX_BATCH || java.util.Arrays.stream(positions).anyMatch(p -> p == 0)) {
+            Backend.super.gdnInputsRows(qkv, conv, states, positions, keyHeadDim, l2Eps, q, k, v, alpha, beta, aLog, dtBias);
+            return;
+        }
+        List<CudaLinearState> ls = new ArrayList<>(n);
+        for (LinearAttentionState st : states) ls.add(linear(st));
+        GdnInputs g = null;
+        for (CudaLinearState st : ls) g = gdnInputsOperands("gdnInputsRows", qkv, conv, st, keyHeadDim, q, k, v, alpha, beta, aLog, dtBias);
+        for (int i = 0; i < n; i++) OpChecks.continuesAt("gdnInputsRows", "conv state of row " + i, ls.get(i).convTokens, positions[i]);
+        long table = linearRowStates(ls, true);   // before any launch: making one may free (and drop cached graphs)
+        device.bind();
+        note(g.w);
+        note(g.al);
+        launchGdnInputs(g, keyHeadDim, l2Eps, 0, table, n);
+        for (int i = 0; i < n; i++) ls.get(i).convTokens = positions[i] + 1;
+        g.checked();
+    }
+
+    /** gdn_inputs' operands, checked; w: the conv weight, al / dt: A_log and dt_bias. */
+    private record GdnInputs(CudaBackend be, CudaBuffer xb, CudaBuffer qb, CudaBuffer kb, CudaBuffer vb, CudaBuffer ab, CudaBuffer bb, CudaWeight w,
+                             CudaWeight al, CudaWeight dt) {
+        void checked() {
+            for (CudaBuffer o : new CudaBuffer[] {xb, qb, kb, vb, ab, bb}) be.checked("gdnInputs", o);
+        }
+    }
+
+    private GdnInputs gdnInputsOperands(String op, Buffer qkv, Weight conv, CudaLinearState s, int keyHeadDim, Buffer q, Buffer k, Buffer v,
+                                        Buffer alpha, Buffer beta, Weight aLog, Weight dtBias) {
         CudaBuffer xb = buf(qkv), qb = buf(q), kb = buf(k), vb = buf(v), ab = buf(alpha), bb = buf(beta);
         CudaWeight w = w(conv), al = w(aLog), dt = w(dtBias);
-        CudaLinearState s = linear(state);
         int n = xb.rows, qk = qb.cols, kc = s.convKernel;
         sameShape(qb, kb);
         sameShape(ab, bb);
@@ -1196,28 +1243,31 @@ public final class CudaBackend implements Backend {
                 || keyHeadDim > KernelCatalog.GDN_MAX_KEY_DIM || qk % keyHeadDim != 0 || w.vector != 0 || w.expertRows != 0 || w.rows != s.convChannels
                 || w.cols != kc || (w.type != GgmlType.F32 && w.type != GgmlType.F16) || al.vector == 0 || dt.vector == 0 || al.cols != ab.cols
                 || dt.cols != ab.cols) {
-            throw new BackendException("gdnInputs: " + xb + " with conv " + w + " (state of " + s.convChannels + " channels x kernel " + kc + ") into q "
+            throw new BackendException(op + ": " + xb + " with conv " + w + " (state of " + s.convChannels + " channels x kernel " + kc + ") into q "
                     + qb + ", k " + kb + ", v " + vb + " (key heads of " + keyHeadDim + "), gates " + ab + ", " + bb + " with " + al + ", " + dt);
         }
         for (CudaBuffer o : new CudaBuffer[] {qb, kb, vb}) {
-            if (o.overlaps(xb)) throw new BackendException("gdnInputs: " + o + " shares storage with " + xb);
+            if (o.overlaps(xb)) throw new BackendException(op + ": " + o + " shares storage with " + xb);
         }
-        device.bind();
-        note(w);
-        note(al);
-        OpChecks.continuesAt("gdnInputs", "conv state", s.convTokens, startPos);
-        if (startPos == 0 && s.convBytes() > 0) {
-            Cuda.check(cuMemsetD32Async(s.conv, 0, s.convBytes() / 4, device.stream()), "cuMemsetD32Async", "resetting a conv state");
-        }
-        if (n > 0) {
-            int threads = Math.min(EW, (keyHeadDim + 31) / 32 * 32);   // as l2Norm launches a group
-            long blocks = 2L * qk / keyHeadDim + (vb.cols + threads - 1) / threads + 1;
-            device.launch(kGdnInputs).ptr(xb.address).i32(n).i32(qk).i32(vb.cols).ptr(w.type == GgmlType.F32 ? w.address : 0)
-                    .ptr(w.type == GgmlType.F16 ? w.address : 0).i32(kc).ptr(s.conv).i32(keyHeadDim).f32(l2Eps).ptr(qb.address).ptr(kb.address)
-                    .ptr(vb.address).ptr(ab.address).ptr(bb.address).ptr(al.vector).ptr(dt.vector).i32(ab.cols).go(blocks, 1, 1, threads, 0);
-        }
-        s.convTokens = startPos + n;
-        for (CudaBuffer o : new CudaBuffer[] {xb, qb, kb, vb, ab, bb}) checked("gdnInputs", o);
+        return new GdnInputs(this, xb, qb, kb, vb, ab, bb, w, al, dt);
+    }
+
+    /** gdn_inputs: one sequence's rows (state, rowStates 0, gridY 1) or a decode batch's (rowStates, gridY = rows). */
+    private void launchGdnInputs(GdnInputs g, int keyHeadDim, float l2Eps, long state, long rowStates, int gridY) {
+        int qk = g.qb.cols, threads = Math.min(EW, (keyHeadDim + 31) / 32 * 32);   // as l2Norm launches a group
+        long blocks = 2L * qk / keyHeadDim + (g.vb.cols + threads - 1) / threads + 1;
+        device.launch(kGdnInputs).ptr(g.xb.address).i32(g.xb.rows).i32(qk).i32(g.vb.cols).ptr(g.w.type == GgmlType.F32 ? g.w.address : 0)
+                .ptr(g.w.type == GgmlType.F16 ? g.w.address : 0).i32((int) g.w.cols).ptr(state).i32(keyHeadDim).f32(l2Eps).ptr(g.qb.address)
+                .ptr(g.kb.address).ptr(g.vb.address).ptr(g.ab.address).ptr(g.bb.address).ptr(g.al.vector).ptr(g.dt.vector).i32(g.ab.cols)
+                .ptr(rowStates).go(blocks, gridY, 1, threads, 0);
+    }
+
+    /** The device array of a decode batch's rows' conv (or recurrent) state addresses, kept per set of states. */
+    private long linearRowStates(List<CudaLinearState> states, boolean conv) {
+        List<Long> key = new ArrayList<>(states.size() + 1);
+        key.add(conv ? 1L : 2L);
+        for (CudaLinearState st : states) key.add(conv ? st.conv : st.recurrent);
+        return rowTables.get(key, () -> key.subList(1, key.size()).stream().mapToLong(Long::longValue).toArray());
     }
 
     @Override
@@ -1243,27 +1293,60 @@ public final class CudaBackend implements Backend {
     @Override
     public void gatedDeltaRule(Buffer q, Buffer k, Buffer v, Buffer decay, Buffer beta, float scale, LinearAttentionState state, int startPos,
                                Buffer out) {
-        CudaBuffer qb = buf(q), kb = buf(k), vb = buf(v), gb = buf(decay), bb = buf(beta), ob = buf(out);
         CudaLinearState s = linear(state);
-        int n = qb.rows, dk = s.keyHeadDim, dv = s.valueHeadDim, hv = s.valueHeads;
-        int hk = OpChecks.deltaRuleKeyHeads(qb, kb, vb, gb, bb, ob, s);
-        for (CudaBuffer in : new CudaBuffer[] {qb, kb, vb}) {
-            if (in.address < ob.address + ob.bytes() && ob.address < in.address + in.bytes()) {
-                throw new BackendException("gatedDeltaRule: out " + ob + " shares storage with q, k or v");
-            }
-        }
+        int hk = deltaRuleOperands("gatedDeltaRule", q, k, v, decay, beta, out, s);
         device.bind();
         OpChecks.continuesAt("gatedDeltaRule", "state", s.recurrentTokens, startPos);
         if (startPos == 0) {
             Cuda.check(cuMemsetD32Async(s.recurrent, 0, s.recurrentBytes() / 4, device.stream()), "cuMemsetD32Async", "resetting a GDN state");
         }
-        if (n > 0) {
-            // a block per value head and 32 state columns, its warps over the key rows
-            device.launch(kDeltaRule).ptr(qb.address).ptr(kb.address).ptr(vb.address).ptr(gb.address).ptr(bb.address).i32(n).i32(hk)
-                    .i32(hv).i32(dk).i32(dv).f32(scale).ptr(s.recurrent).ptr(ob.address).go(hv, (dv + 31) / 32, 1, KernelCatalog.GDN_RULE_THREADS, 0);
-        }
+        int n = buf(q).rows;
+        if (n > 0) launchDeltaRule(q, k, v, decay, beta, scale, out, s, hk, s.recurrent, 0, 1);
         s.recurrentTokens = startPos + n;
-        checked("gatedDeltaRule", ob);
+        checked("gatedDeltaRule", buf(out));
+    }
+
+    /** gated_delta_rule over a decode batch's rows in one launch (a row at position 0, which resets its state: row by row). */
+    @Override
+    public void gatedDeltaRuleRows(Buffer q, Buffer k, Buffer v, Buffer decay, Buffer beta, float scale, List<LinearAttentionState> states,
+                                   int[] positions, Buffer out) {
+        int n = buf(q).rows;
+        OpChecks.rows("gatedDeltaRuleRows", n, states.size(), positions.length);
+        if (n < 2 || n > KernelCatalog.STEP_MAX_BATCH || java.util.Arrays.stream(positions).anyMatch(p -> p == 0)) {
+            Backend.super.gatedDeltaRuleRows(q, k, v, decay, beta, scale, states, positions, out);
+            return;
+        }
+        List<CudaLinearState> ls = new ArrayList<>(n);
+        for (LinearAttentionState st : states) ls.add(linear(st));
+        int hk = 0;
+        for (CudaLinearState st : ls) hk = deltaRuleOperands("gatedDeltaRuleRows", q, k, v, decay, beta, out, st);
+        for (int i = 0; i < n; i++) OpChecks.continuesAt("gatedDeltaRuleRows", "state of row " + i, ls.get(i).recurrentTokens, positions[i]);
+        long table = linearRowStates(ls, false);   // before any launch: making one may free (and drop cached graphs)
+        device.bind();
+        launchDeltaRule(q, k, v, decay, beta, scale, out, ls.get(0), hk, 0, table, n);
+        for (int i = 0; i < n; i++) ls.get(i).recurrentTokens = positions[i] + 1;
+        checked("gatedDeltaRuleRows", buf(out));
+    }
+
+    /** The delta rule's operands checked against a state's geometry; the key heads. */
+    private int deltaRuleOperands(String op, Buffer q, Buffer k, Buffer v, Buffer decay, Buffer beta, Buffer out, CudaLinearState s) {
+        CudaBuffer qb = buf(q), kb = buf(k), vb = buf(v), gb = buf(decay), bb = buf(beta), ob = buf(out);
+        int hk = OpChecks.deltaRuleKeyHeads(qb, kb, vb, gb, bb, ob, s);
+        for (CudaBuffer in : new CudaBuffer[] {qb, kb, vb}) {
+            if (in.address < ob.address + ob.bytes() && ob.address < in.address + in.bytes()) {
+                throw new BackendException(op + ": out " + ob + " shares storage with q, k or v");
+            }
+        }
+        return hk;
+    }
+
+    /** gated_delta_rule: a block per value head and 32 state columns, its warps over the key rows (gridZ: a batch's rows). */
+    private void launchDeltaRule(Buffer q, Buffer k, Buffer v, Buffer decay, Buffer beta, float scale, Buffer out, CudaLinearState s, int hk,
+                                 long state, long rowStates, int gridZ) {
+        int dk = s.keyHeadDim, dv = s.valueHeadDim, hv = s.valueHeads;
+        device.launch(kDeltaRule).ptr(buf(q).address).ptr(buf(k).address).ptr(buf(v).address).ptr(buf(decay).address).ptr(buf(beta).address)
+                .i32(buf(q).rows).i32(hk).i32(hv).i32(dk).i32(dv).f32(scale).ptr(state).ptr(buf(out).address).ptr(rowStates)
+                .go(hv, (dv + 31) / 32, gridZ, KernelCatalog.GDN_RULE_THREADS, 0);
     }
 
     @Override

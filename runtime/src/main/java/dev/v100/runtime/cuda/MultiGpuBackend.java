@@ -256,6 +256,22 @@ final class MultiGpuBackend implements Backend {
     }
 
     @Override
+    public void gdnInputsRows(Buffer qkv, Weight conv, java.util.List<LinearAttentionState> states, int[] positions, int keyHeadDim, float l2Eps,
+                              Buffer q, Buffer k, Buffer v, Buffer alpha, Buffer beta, Weight aLog, Weight dtBias) {
+        java.util.List<LinearAttentionState> ss = java.util.List.copyOf(states);
+        int[] ps = positions.clone();   // the caller may reuse its arrays once this returns
+        group.post(rank, "gdnInputsRows", () -> inner.gdnInputsRows(qkv, conv, ss, ps, keyHeadDim, l2Eps, q, k, v, alpha, beta, aLog, dtBias));
+    }
+
+    @Override
+    public void gatedDeltaRuleRows(Buffer q, Buffer k, Buffer v, Buffer decay, Buffer beta, float scale, java.util.List<LinearAttentionState> states,
+                                   int[] positions, Buffer out) {
+        java.util.List<LinearAttentionState> ss = java.util.List.copyOf(states);
+        int[] ps = positions.clone();
+        group.post(rank, "gatedDeltaRuleRows", () -> inner.gatedDeltaRuleRows(q, k, v, decay, beta, scale, ss, ps, out));
+    }
+
+    @Override
     public void rmsNormGated(Buffer x, Buffer z, Weight w, float eps, Buffer out) {
         group.post(rank, "rmsNormGated", () -> inner.rmsNormGated(x, z, w, eps, out));
     }

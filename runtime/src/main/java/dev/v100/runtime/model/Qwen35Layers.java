@@ -296,11 +296,9 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         tr.record(GDN_Z, layer, z);
         if (!rows.batched()) {
             b.gdnInputs(qkv, w.conv, r.state(layer, rows.slot()), rows.startPos(), g.keyHeadDim(), L2NORM_EPS, q, k, v, alpha, beta, w.aLog, w.dtBias);
-        } else {   // each row its own sequence: its own conv window
-            for (int i = 0; i < n; i++) {
-                b.gdnInputs(qkv.slice(i, 1), w.conv, r.state(layer, rows.slotOf(i)), rows.positionOf(i), g.keyHeadDim(), L2NORM_EPS, q.slice(i, 1),
-                        k.slice(i, 1), v.slice(i, 1), alpha.slice(i, 1), beta.slice(i, 1), w.aLog, w.dtBias);
-            }
+        } else {   // each row its own sequence: its own conv window and recurrent state
+            b.gdnInputsRows(qkv, w.conv, rowStates(r, layer, rows), rowPositions(rows), g.keyHeadDim(), L2NORM_EPS, q, k, v, alpha, beta, w.aLog,
+                    w.dtBias);
         }
         tr.record(GDN_CONV, layer, qkv);
         tr.record(GDN_Q, layer, q);
@@ -311,15 +309,25 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         if (!rows.batched()) {
             b.gatedDeltaRule(q, k, v, alpha, beta, gdnScale, r.state(layer, rows.slot()), rows.startPos(), core);
         } else {
-            for (int i = 0; i < n; i++) {
-                b.gatedDeltaRule(q.slice(i, 1), k.slice(i, 1), v.slice(i, 1), alpha.slice(i, 1), beta.slice(i, 1), gdnScale,
-                        r.state(layer, rows.slotOf(i)), rows.positionOf(i), core.slice(i, 1));
-            }
+            b.gatedDeltaRuleRows(q, k, v, alpha, beta, gdnScale, rowStates(r, layer, rows), rowPositions(rows), core);
         }
         tr.record(GDN_CORE, layer, core);
         b.rmsNormGated(core, z, w.norm, eps, core);
         tr.record(GDN_NORM, layer, core);
         return core;
+    }
+
+    /** A decode batch's rows' linear-attention states of this layer, row by row. */
+    private static List<LinearAttentionState> rowStates(Rank r, int layer, DecoderModel.Rows rows) {
+        List<LinearAttentionState> states = new ArrayList<>(rows.n());
+        for (int i = 0; i < rows.n(); i++) states.add(r.state(layer, rows.slotOf(i)));
+        return states;
+    }
+
+    private static int[] rowPositions(DecoderModel.Rows rows) {
+        int[] p = new int[rows.n()];
+        for (int i = 0; i < p.length; i++) p[i] = rows.positionOf(i);
+        return p;
     }
 
     /** Gated full attention of one rank up to o_proj: its heads' gated output (o_proj's input). */

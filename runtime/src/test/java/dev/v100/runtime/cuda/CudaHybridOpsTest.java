@@ -315,6 +315,64 @@ class CudaHybridOpsTest {
     }
 
     /**
+     * A decode batch's Gated-DeltaNet (gdnInputsRows, gatedDeltaRuleRows: one launch each, every row its own sequence's
+     * state at its own position) bit for bit as each row alone through gdnInputs and gatedDeltaRule, over two steps (the
+     * states the rows op leaves are those of the rows alone).
+     */
+    @Test
+    void decodeBatchRowsAreEachRowAlone() {
+        try (CudaBackend gpu = backend("hybrid-gdn-rows")) {
+            SplittableRandom r = new SplittableRandom(41);
+            for (int dk : new int[] {128, 48}) {
+                int hk = 2, hv = 4, dv = 64, kernel = 4, qk = hk * dk, vCols = hv * dv, channels = 2 * qk + vCols, rows = 3;
+                float scale = (float) (1 / Math.sqrt(dk));
+                Weight conv = gpu.weight("blk.0.ssm_conv1d.weight", GgmlType.F16, new long[] {channels, kernel}, f16Bytes(halves(r, channels * kernel, 1)));
+                Weight aLog = f32(gpu, "blk.0.ssm_a", halves(r, hv, 1), hv), dt = f32(gpu, "blk.0.ssm_dt.bias", halves(r, hv, 1), hv);
+                java.util.List<LinearAttentionState> batch = new java.util.ArrayList<>(), alone = new java.util.ArrayList<>();
+                int[] pos = new int[rows];
+                for (int i = 0; i < rows; i++) {   // each sequence prefilled to its own length, in both state sets
+                    batch.add(gpu.allocateLinearState(channels, kernel, hv, dk, dv));
+                    alone.add(gpu.allocateLinearState(channels, kernel, hv, dk, dv));
+                    int n = 2 + 2 * i;
+                    float[] x = halves(r, n * channels, 1), a = halves(r, n * hv, 2), bt = halves(r, n * hv, 2);
+                    for (LinearAttentionState st : java.util.List.of(batch.get(i), alone.get(i))) gdnStep(gpu, x, a, bt, n, conv, aLog, dt, st, 0, dk, scale);
+                    pos[i] = n;
+                }
+                for (int step = 0; step < 2; step++) {
+                    String what = "dk " + dk + ", step " + step;
+                    float[] x = halves(r, rows * channels, 1), a = halves(r, rows * hv, 2), bt = halves(r, rows * hv, 2);
+                    Buffer qkv = put(gpu, x, rows, channels), q = gpu.allocate("q", rows, qk), k = gpu.allocate("k", rows, qk),
+                            v = gpu.allocate("v", rows, vCols), al = put(gpu, a, rows, hv), be = put(gpu, bt, rows, hv), out = gpu.allocate("o", rows, vCols);
+                    long before = gpu.device.issued();
+                    gpu.gdnInputsRows(qkv, conv, batch, pos.clone(), dk, 1e-6f, q, k, v, al, be, aLog, dt);
+                    gpu.gatedDeltaRuleRows(q, k, v, al, be, scale, batch, pos.clone(), out);
+                    // one launch each (the first step also uploads the two device tables of the rows' state addresses)
+                    assertEquals(step == 0 ? 4 : 2, gpu.device.issued() - before, what + ": one launch each for the batch");
+                    float[] got = gpu.read(out);
+                    for (int i = 0; i < rows; i++) {
+                        float[] want = gdnStep(gpu, java.util.Arrays.copyOfRange(x, i * channels, (i + 1) * channels),
+                                java.util.Arrays.copyOfRange(a, i * hv, (i + 1) * hv), java.util.Arrays.copyOfRange(bt, i * hv, (i + 1) * hv), 1, conv,
+                                aLog, dt, alone.get(i), pos[i], dk, scale);
+                        assertArrayEquals(want, java.util.Arrays.copyOfRange(got, i * vCols, (i + 1) * vCols), what + ", row " + i + " at " + pos[i]);
+                        pos[i]++;
+                    }
+                }
+            }
+        }
+    }
+
+    /** gdnInputs then gatedDeltaRule of n rows of one sequence (2 key heads of dk); returns the rule's output. */
+    private static float[] gdnStep(CudaBackend gpu, float[] x, float[] a, float[] bt, int n, Weight conv, Weight aLog, Weight dt, LinearAttentionState st,
+                                   int pos, int dk, float scale) {
+        int channels = (int) ((long) x.length / n), hv = a.length / n, qk = 2 * dk, vCols = channels - 2 * qk;
+        Buffer qkv = put(gpu, x, n, channels), q = gpu.allocate("q", n, qk), k = gpu.allocate("k", n, qk), v = gpu.allocate("v", n, vCols),
+                al = put(gpu, a, n, hv), be = put(gpu, bt, n, hv), out = gpu.allocate("o", n, vCols);
+        gpu.gdnInputs(qkv, conv, st, pos, dk, 1e-6f, q, k, v, al, be, aLog, dt);
+        gpu.gatedDeltaRule(q, k, v, al, be, scale, st, pos, out);
+        return gpu.read(out);
+    }
+
+    /**
      * expertMatmulEach of two stacks (one launch on the GPU for x16 stacks) bit for bit as one expertMatmul each, and
      * addMoeOutput (one launch) bit for bit as the ops one by one, with a gated shared expert, an ungated one, none.
      */
