@@ -425,7 +425,7 @@ extern "C" __global__ void moe_output_norm(const float* expertOut, const float* 
     i64 t = blockIdx.x;
     float* a = acc + t * cols;
     // a decode row (at most MOE_NORM_PRE columns a thread, topK <= 8): the thread's expert outputs, weights, shared
-    // output, residual and norm weight are loaded before the shared gate's dot, so their latency overlaps the dot's
+    // output and residual are loaded before the shared gate's dot, so their latency overlaps the dot's
     // instead of following its barriers; the same values and the same arithmetic as the loop below
     bool pre = topK <= 8 && cols <= MOE_NORM_PRE * (int) blockDim.x;
     float ev[MOE_NORM_PRE][8], sv[MOE_NORM_PRE], av[MOE_NORM_PRE], wv[8];

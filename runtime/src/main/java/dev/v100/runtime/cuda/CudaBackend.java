@@ -51,6 +51,8 @@ public final class CudaBackend implements Backend {
     /** Bytes of the fp16 scratch a quantized weight is dequantized into, chunk by chunk, for cuBLAS. */
     static final long DEQUANT_SCRATCH_BYTES = 64L << 20;
     private static final int EW = KernelCatalog.ELEMENTWISE_THREADS;
+    /** A grid's y extent at most (CUDA). */
+    private static final int MAX_GRID_Y = 65535;
     /** Columns one block of argmax_rows scans (8 a thread): a 128k vocabulary is 63 blocks a row. */
     private static final int ARGMAX_CHUNK = 8 * EW;
     /** Fewer groups than this (about the SMs of a V100) get RMSNorm blocks of up to NORM_MAX_THREADS threads. */
@@ -1060,6 +1062,7 @@ public final class CudaBackend implements Backend {
         CudaBuffer xb = buf(x);
         device.bind();
         if (xb.rows == 0) return new RowMax[0];
+        if (xb.cols == 0 || xb.rows > MAX_GRID_Y) throw new BackendException("argmaxRows: " + xb + " (a row of at least one column, at most " + MAX_GRID_Y + " rows)");
         // blocks of ARGMAX_CHUNK columns, the last of a row's to finish reduces them (argmax_rows)
         int parts = (xb.cols + ARGMAX_CHUNK - 1) / ARGMAX_CHUNK;
         long partV = device.scratch(argmaxScratch + ":parts", 8L * xb.rows * parts), partI = partV + 4L * xb.rows * parts;
@@ -1210,8 +1213,7 @@ public final class CudaBackend implements Backend {
             Backend.super.gdnInputsRows(qkv, conv, states, positions, keyHeadDim, l2Eps, q, k, v, alpha, beta, aLog, dtBias);
             return;
         }
-        List<CudaLinearState> ls = new ArrayList<>(n);
-        for (LinearAttentionState st : states) ls.add(linear(st));
+        List<CudaLinearState> ls = rowLinearStates("gdnInputsRows", states);
         GdnInputs g = null;
         for (CudaLinearState st : ls) g = gdnInputsOperands("gdnInputsRows", qkv, conv, st, keyHeadDim, q, k, v, alpha, beta, aLog, dtBias);
         for (int i = 0; i < n; i++) OpChecks.continuesAt("gdnInputsRows", "conv state of row " + i, ls.get(i).convTokens, positions[i]);
@@ -1260,6 +1262,25 @@ public final class CudaBackend implements Backend {
                 .ptr(g.w.type == GgmlType.F16 ? g.w.address : 0).i32((int) g.w.cols).ptr(state).i32(keyHeadDim).f32(l2Eps).ptr(g.qb.address)
                 .ptr(g.kb.address).ptr(g.vb.address).ptr(g.ab.address).ptr(g.bb.address).ptr(g.al.vector).ptr(g.dt.vector).i32(g.ab.cols)
                 .ptr(rowStates).go(blocks, gridY, 1, threads, 0);
+    }
+
+    /**
+     * A decode batch's states: one launch takes every row's geometry from the first, and two rows of one state would
+     * race in it (the row-by-row ops would refuse the second row's position).
+     */
+    private List<CudaLinearState> rowLinearStates(String op, List<LinearAttentionState> states) {
+        List<CudaLinearState> ls = new ArrayList<>(states.size());
+        java.util.Set<CudaLinearState> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (LinearAttentionState st : states) {
+            CudaLinearState s = linear(st), s0 = ls.isEmpty() ? s : ls.get(0);
+            if (!seen.add(s)) throw new BackendException(op + ": one state for two rows of a decode batch");
+            if (s.convChannels != s0.convChannels || s.convKernel != s0.convKernel || s.valueHeads != s0.valueHeads || s.keyHeadDim != s0.keyHeadDim
+                    || s.valueHeadDim != s0.valueHeadDim) {
+                throw new BackendException(op + ": row " + ls.size() + "'s state differs in shape from row 0's");
+            }
+            ls.add(s);
+        }
+        return ls;
     }
 
     /** The device array of a decode batch's rows' conv (or recurrent) state addresses, kept per set of states. */
@@ -1316,8 +1337,7 @@ public final class CudaBackend implements Backend {
             Backend.super.gatedDeltaRuleRows(q, k, v, decay, beta, scale, states, positions, out);
             return;
         }
-        List<CudaLinearState> ls = new ArrayList<>(n);
-        for (LinearAttentionState st : states) ls.add(linear(st));
+        List<CudaLinearState> ls = rowLinearStates("gatedDeltaRuleRows", states);
         int hk = 0;
         for (CudaLinearState st : ls) hk = deltaRuleOperands("gatedDeltaRuleRows", q, k, v, decay, beta, out, st);
         for (int i = 0; i < n; i++) OpChecks.continuesAt("gatedDeltaRuleRows", "state of row " + i, ls.get(i).recurrentTokens, positions[i]);

@@ -320,7 +320,6 @@ public final class CudaDevice implements AutoCloseable {
     /** Waits for what the stream has (launches still in the queue are not on it). */
     void syncRaw(String what) {
         Cuda.check(cuStreamSynchronize(rawStream), "cuStreamSynchronize", what);
-        queue.hostWaited();
     }
 
     /** Copies src (any segment) to device address dst, asynchronously in stream order. */

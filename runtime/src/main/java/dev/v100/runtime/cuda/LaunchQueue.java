@@ -181,15 +181,19 @@ final class LaunchQueue {
             }
             default -> launchEager(i);
         }
-        if (count == chunkLimit) {
+        if (count >= chunkLimit) {
             endChunk();
             chunkLimit = Math.min(CHUNK_OPS, 2 * chunkLimit);
         }
     }
 
-    /** The host waited for the stream (it is idle now): the next chunk is a short one again. */
+    /**
+     * The host waited for the stream after flushing it (the GPU is idle now): the next chunk is a short one again.
+     * Only between chunks: a wait inside a chunk's prologue (the upload ring recycling its buffer) is not a step's
+     * end, and a limit below the chunk's count would never be met.
+     */
     void hostWaited() {
-        chunkLimit = FIRST_CHUNK_OPS;
+        if (count == 0) chunkLimit = FIRST_CHUNK_OPS;
     }
 
     /** Ends the current chunk: its prologue, then its graph or whatever of it is not launched yet. */

@@ -110,11 +110,15 @@ public final class Sampler {
         }
         double u = random.nextDouble() * total;
         double acc = 0;
+        int last = cand.id(0);   // the last candidate walked with a probability above 0
         for (int i = 0; i < keep; i++) {
-            acc += prob(l, e, cand.id(i), max, sum);
+            double pi = prob(l, e, cand.id(i), max, sum);
+            acc += pi;
             if (u < acc) return cand.id(i);
+            if (pi > 0) last = cand.id(i);
         }
-        return cand.id(keep - 1);
+        // u past the walk's sum: only by rounding, where total was summed in another order (every token kept)
+        return last;
     }
 
     /** Token id's probability: exp(l - max) / sum, e holding the exponentials when computed already. */

@@ -349,6 +349,11 @@ class CudaHybridOpsTest {
                     // one launch each (the first step also uploads the two device tables of the rows' state addresses)
                     assertEquals(step == 0 ? 4 : 2, gpu.device.issued() - before, what + ": one launch each for the batch");
                     float[] got = gpu.read(out);
+                    // one state for two rows would race in the one launch: refused before any launch
+                    java.util.List<LinearAttentionState> twice = java.util.List.of(batch.get(0), batch.get(0), batch.get(1));
+                    int[] at = {pos[0] + 1, pos[0] + 1, pos[1] + 1};
+                    assertThrows(BackendException.class, () -> gpu.gatedDeltaRuleRows(q, k, v, al, be, scale, twice, at, out), what);
+                    assertThrows(BackendException.class, () -> gpu.gdnInputsRows(qkv, conv, twice, at, dk, 1e-6f, q, k, v, al, be, aLog, dt), what);
                     for (int i = 0; i < rows; i++) {
                         float[] want = gdnStep(gpu, java.util.Arrays.copyOfRange(x, i * channels, (i + 1) * channels),
                                 java.util.Arrays.copyOfRange(a, i * hv, (i + 1) * hv), java.util.Arrays.copyOfRange(bt, i * hv, (i + 1) * hv), 1, conv,
