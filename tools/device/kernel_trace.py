@@ -5,7 +5,8 @@ A graph's replays are its kernels in start order, cut every `nodes` kernels (a g
 stream, one after another). Graphs with the same node count and first/last kernel are one kind (a decode step
 re-captured at another position is the same kind). For each kind: replays, the mean span of a replay (first
 start to last end), the kernels' busy time in it (the sum of their durations: span - busy is what the launches
-between them cost inside the graph), and its kernels by busy time, per replay. Then where the GPU waited on the
+between them cost inside the graph), and its kernels by busy time, per replay; graph kinds replayed equally often
+are summed as one step's (every kernel of a decode step). Then where the GPU waited on the
 host: the idle time before each graph replay, kernel launched one by one or memory copy (its start minus the
 latest end before it), summed by what came next; and, for the most frequent long wait (a decode step's
 start), the driver calls the host made inside those waits (the rest of a wait is the host's own code).
@@ -81,6 +82,7 @@ def main():
         print(f"\n{nodes} nodes ({first} .. {last}), {reps} replays, per replay:")
         for name, ns in kd["names"].most_common(a.top):
             print(f"  {name:36s} {kd['count'][name] / reps:6.1f} x {ns / kd['count'][name] / 1e3:7.2f} us = {ns / reps / 1e3:8.1f} us")
+    steps(kinds, a.top)
     units.sort()
     idle = collections.defaultdict(list)
     gaps = collections.defaultdict(list)   # label -> [(wait start, wait end)]
@@ -104,6 +106,31 @@ def main():
 
 
 COPY_KINDS = {"1": "HtoD", "2": "DtoH", "8": "DtoD"}
+
+
+def steps(kinds, top):
+    """Graph kinds replayed equally often (32 times or more), two or more of them, batched (a gemv8 kernel in them)
+    or not, taken as the graphs of one repeated step (bench's decode at batch 1, at batch 8): every kernel of the
+    step summed, per step."""
+    groups = collections.defaultdict(list)
+    for key, kd in kinds.items():
+        reps = len(kd["spans"])
+        batched = any(n.startswith("gemv8") for n in kd["names"])
+        if reps >= 32:
+            groups[(reps, batched)].append(kd)
+    for (reps, batched), kds in sorted(groups.items()):
+        if len(kds) < 2:
+            continue
+        names, count = collections.Counter(), collections.Counter()
+        for kd in kds:
+            names.update(kd["names"])
+            count.update(kd["count"])
+        span = sum(statistics.median(kd["spans"]) for kd in kds) / 1e3
+        busy = sum(names.values()) / reps / 1e3
+        print(f"\na step of {len(kds)} graphs replayed {reps} times ({'batched' if batched else 'one row'}): "
+              f"{sum(count.values()) / reps:.0f} kernels, {busy:.1f} us of kernels in {span:.1f} us of graph spans")
+        for name, ns in names.most_common(top):
+            print(f"  {name:36s} {count[name] / reps:6.1f} x {ns / count[name] / 1e3:7.2f} us = {ns / reps / 1e3:8.1f} us")
 
 
 def human(n):
