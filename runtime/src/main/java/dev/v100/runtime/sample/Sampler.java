@@ -23,6 +23,10 @@ public final class Sampler {
     private final int[] generatedCount;   // [vocab] occurrences in the output so far
     private final boolean[] seen;         // [vocab] in the prompt or the output
     private final int vocab;
+    // sample's scratch, [vocab] each, made at the first draw that needs them: the logits as doubles, their sort keys,
+    // their exponentials
+    private double[] work, exps;
+    private long[] keys;
 
     public Sampler(SamplingParams p, int vocab, int[] promptTokens) {
         if (p.topP() <= 0 || p.topP() > 1) throw new IllegalArgumentException("top_p " + p.topP() + " outside (0, 1]");
@@ -63,7 +67,12 @@ public final class Sampler {
             int at = Logits.argmaxFinite(logits);   // the argmax below, without the copy (finite logits: callers check)
             if (at >= 0) return at;
         }
-        double[] l = new double[vocab];
+        if (work == null) {   // this generation's scratch: a token's three vocabulary-sized arrays, allocated once
+            work = new double[vocab];
+            exps = new double[vocab];
+            keys = new long[vocab];
+        }
+        double[] l = work;
         for (int i = 0; i < vocab; i++) l[i] = logits[i];
         applyPenalties(l);
         if (p.isGreedy()) return argmax(l);
@@ -71,7 +80,7 @@ public final class Sampler {
         for (int i = 0; i < vocab; i++) l[i] *= invT;
         // candidates in rank order (logit descending, then id ascending), ranked only as far as the draw needs:
         // sorting a whole 128k vocabulary every token cost ~10 ms, several decode steps of the GPU
-        Ranked cand = new Ranked(l, p.topK() > 0 ? Math.min(p.topK(), vocab) : vocab);
+        Ranked cand = new Ranked(l, p.topK() > 0 ? Math.min(p.topK(), vocab) : vocab, keys);
         double max = l[cand.id(0)];
         // the softmax's denominator over the candidates: in rank order for a top-k cut (as a full sort would), over
         // the whole vocabulary in id order otherwise (the same sum up to its last bits)
@@ -80,7 +89,7 @@ public final class Sampler {
         if (cand.size < vocab) {
             for (int i = 0; i < cand.size; i++) sum += Math.exp(l[cand.id(i)] - max);
         } else {
-            e = new double[vocab];
+            e = exps;
             for (int i = 0; i < vocab; i++) sum += e[i] = Math.exp(l[i] - max);
         }
         int keep = cand.size;
@@ -137,9 +146,10 @@ public final class Sampler {
         private final long[] keys;   // sort keys: descending logit, then ascending id, packed in a long
         private int[] ids = new int[0];
 
-        Ranked(double[] l, int size) {
+        /** keys: scratch of l.length, overwritten. */
+        Ranked(double[] l, int size, long[] keys) {
             this.size = size;
-            keys = new long[l.length];
+            this.keys = keys;
             for (int i = 0; i < l.length; i++) {
                 int bits = Float.floatToIntBits((float) l[i]);
                 int sortable = bits >= 0 ? bits : bits ^ 0x7FFF_FFFF;   // float order as signed int order
