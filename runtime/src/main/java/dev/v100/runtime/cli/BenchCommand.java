@@ -55,19 +55,20 @@ final class BenchCommand implements Callable<Integer> {
             for (int i = 0; i < prompt.length; i++) prompt[i] = rnd.nextInt(m.vocabSize());
             // warm-up: a short prefill, then decode steps cycling over a few positions, so the JIT has compiled
             // the hot loops before anything is timed (a tiny model's steps are too short to warm up by themselves)
+            // greedy steps as the engine runs them (the pick made where the logits are: DecoderModel.forwardGreedy)
             int[] prefix = java.util.Arrays.copyOf(prompt, Math.min(8, prompt.length));
-            float[] logits = m.forward(prefix, 0, false);
+            int next = picked(m.forwardGreedy(0, prefix, 0));
             long w0 = System.nanoTime();
             for (int i = 0; i < 4 || System.nanoTime() - w0 < warmupSeconds * 1e9; i++) {
                 // each cycle starts again from the prefix: a linear-attention (GDN) state cannot be rewound
-                if (i > 0 && i % WARMUP_POSITIONS == 0) logits = m.forward(prefix, 0, false);
-                logits = m.forward(new int[] {argmax(logits)}, prefix.length + i % WARMUP_POSITIONS, false);
+                if (i > 0 && i % WARMUP_POSITIONS == 0) next = picked(m.forwardGreedy(0, prefix, 0));
+                next = picked(m.forwardGreedy(0, new int[] {next}, prefix.length + i % WARMUP_POSITIONS));
             }
             long p0 = System.nanoTime();
-            logits = m.forward(prompt, 0, false);
+            next = picked(m.forwardGreedy(0, prompt, 0));
             double prefillS = (System.nanoTime() - p0) / 1e9;
             long d0 = System.nanoTime();
-            for (int i = 0; i < decodeTokens; i++) logits = m.forward(new int[] {argmax(logits)}, promptTokens + i, false);
+            for (int i = 0; i < decodeTokens; i++) next = picked(m.forwardGreedy(0, new int[] {next}, promptTokens + i));
             double decodeS = (System.nanoTime() - d0) / 1e9;
             out.printf("prefill: %d tokens in %.2f s = %.1f tok/s%n", promptTokens, prefillS, promptTokens / prefillS);
             out.printf("decode:  %d tokens in %.2f s = %.2f tok/s (%.0f ms/token)%n", decodeTokens, decodeS,
@@ -99,9 +100,8 @@ final class BenchCommand implements Callable<Integer> {
                 byType.keySet(), m.tp(), m.pp(), CpuThreads.threads(), m.contextTokens(), m.chunkTokens(), loadS);
     }
 
-    private static int argmax(float[] l) {
-        int best = 0;
-        for (int i = 1; i < l.length; i++) if (l[i] > l[best]) best = i;
-        return best;
+    private static int picked(int token) {
+        if (token == dev.v100.runtime.backend.RowMax.NOT_FINITE) throw new IllegalStateException("non-finite logits in the benchmark's decode");
+        return token;
     }
 }
