@@ -118,8 +118,8 @@ public interface Backend extends AutoCloseable {
         int rows = src.rows(), cols = src.cols();
         RowMax[] out = new RowMax[rows];
         for (int r = 0; r < rows; r++) {
-            int at = dev.v100.runtime.sample.Logits.argmaxFinite(v, r * cols, (r + 1) * cols);
-            out[r] = at < 0 ? new RowMax(RowMax.NOT_FINITE, Float.NaN) : new RowMax(at - r * cols, v[at]);
+            int at = dev.v100.runtime.sample.Logits.argmaxRow(v, r, cols);
+            out[r] = at < 0 ? new RowMax(RowMax.NOT_FINITE, Float.NaN) : new RowMax(at, v[r * cols + at]);
         }
         return out;
     }

@@ -64,7 +64,7 @@ public final class CudaBackend implements Backend {
 
     final CudaDevice device;
     private final String name;
-    private final String argmaxScratch;
+    private final String argmaxScratch, argmaxParts, argmaxDone;   // scratch keys
     private final List<Long> allocations = new ArrayList<>();
     private final List<CudaKvCache> caches = new ArrayList<>();
     private final Map<Rope, Long> ropeTables = new HashMap<>();
@@ -93,6 +93,8 @@ public final class CudaBackend implements Backend {
         this.device = device;
         this.name = name;
         this.argmaxScratch = "argmax:" + name;
+        this.argmaxParts = argmaxScratch + ":parts";
+        this.argmaxDone = argmaxScratch + ":done";
         this.x16Scratch = "gemv-x16:" + name;
         this.gemm = new GemmPolicy(device);
         this.checkNonFinite = device.options.checkNonFinite();
@@ -1065,8 +1067,8 @@ public final class CudaBackend implements Backend {
         if (xb.cols == 0 || xb.rows > MAX_GRID_Y) throw new BackendException("argmaxRows: " + xb + " (a row of at least one column, at most " + MAX_GRID_Y + " rows)");
         // blocks of ARGMAX_CHUNK columns, the last of a row's to finish reduces them (argmax_rows)
         int parts = (xb.cols + ARGMAX_CHUNK - 1) / ARGMAX_CHUNK;
-        long partV = device.scratch(argmaxScratch + ":parts", 8L * xb.rows * parts), partI = partV + 4L * xb.rows * parts;
-        long done = device.scratchZeroed(argmaxScratch + ":done", 4L * xb.rows);
+        long partV = device.scratch(argmaxParts, 8L * xb.rows * parts), partI = partV + 4L * xb.rows * parts;
+        long done = device.scratchZeroed(argmaxDone, 4L * xb.rows);
         long out = device.scratch(argmaxScratch, 8L * xb.rows);
         device.launch(kArgmax).ptr(xb.address).i32(xb.cols).i32(ARGMAX_CHUNK).ptr(partV).ptr(partI).ptr(done).ptr(out).go(parts, xb.rows, 1, EW, 0);
         int[] got = device.downloadInts(out, 2 * xb.rows);
@@ -1209,7 +1211,7 @@ public final class CudaBackend implements Backend {
                               Buffer q, Buffer k, Buffer v, Buffer alpha, Buffer beta, Weight aLog, Weight dtBias) {
         int n = buf(qkv).rows;
         OpChecks.rows("gdnInputsRows", n, states.size(), positions.length);
-        if (n < 2 || n > KernelCatalog.STEP_MAX_BATCH || java.util.Arrays.stream(positions).anyMatch(p -> p == 0)) {
+        if (rowByRow(n, positions)) {
             Backend.super.gdnInputsRows(qkv, conv, states, positions, keyHeadDim, l2Eps, q, k, v, alpha, beta, aLog, dtBias);
             return;
         }
@@ -1262,6 +1264,13 @@ public final class CudaBackend implements Backend {
                 .ptr(g.w.type == GgmlType.F16 ? g.w.address : 0).i32((int) g.w.cols).ptr(state).i32(keyHeadDim).f32(l2Eps).ptr(g.qb.address)
                 .ptr(g.kb.address).ptr(g.vb.address).ptr(g.ab.address).ptr(g.bb.address).ptr(g.al.vector).ptr(g.dt.vector).i32(g.ab.cols)
                 .ptr(rowStates).go(blocks, gridY, 1, threads, 0);
+    }
+
+    /** Whether a batch-rows GDN op runs row by row: one row, more rows than a step holds, or a row at position 0 (its state is reset). */
+    private static boolean rowByRow(int n, int[] positions) {
+        if (n < 2 || n > KernelCatalog.STEP_MAX_BATCH) return true;
+        for (int p : positions) if (p == 0) return true;
+        return false;
     }
 
     /**
@@ -1333,7 +1342,7 @@ public final class CudaBackend implements Backend {
                                    int[] positions, Buffer out) {
         int n = buf(q).rows;
         OpChecks.rows("gatedDeltaRuleRows", n, states.size(), positions.length);
-        if (n < 2 || n > KernelCatalog.STEP_MAX_BATCH || java.util.Arrays.stream(positions).anyMatch(p -> p == 0)) {
+        if (rowByRow(n, positions)) {
             Backend.super.gatedDeltaRuleRows(q, k, v, decay, beta, scale, states, positions, out);
             return;
         }

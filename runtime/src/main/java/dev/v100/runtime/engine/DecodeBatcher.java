@@ -243,8 +243,8 @@ public final class DecodeBatcher {
                     float[] all = model.decode(slots, tokens, pos);
                     for (int i = 0; i < n; i++) {
                         if (batch.get(i).greedy) {
-                            int at = Logits.argmaxFinite(all, i * vocab, (i + 1) * vocab);
-                            next[i] = at < 0 ? RowMax.NOT_FINITE : at - i * vocab;
+                            int at = Logits.argmaxRow(all, i, vocab);
+                            next[i] = at < 0 ? RowMax.NOT_FINITE : at;
                         } else {
                             rows[i] = java.util.Arrays.copyOfRange(all, i * vocab, (i + 1) * vocab);
                         }

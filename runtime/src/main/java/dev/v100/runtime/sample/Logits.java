@@ -59,6 +59,12 @@ public final class Logits {
         return at;
     }
 
+    /** The column of row r's largest value in l [rows, cols] (argmaxFinite of that row), or -1 when one is not finite. */
+    public static int argmaxRow(float[] l, int r, int cols) {
+        int at = argmaxFinite(l, r * cols, (r + 1) * cols);
+        return at < 0 ? -1 : at - r * cols;
+    }
+
     /** The greedy token of a whole row, or -1 when a logit is not finite. */
     public static int argmaxFinite(float[] l) {
         return argmaxFinite(l, 0, l.length);

@@ -109,14 +109,8 @@ public final class Sampler {
             while (k < keep && prob(l, e, cand.id(k), max, sum) >= floor) k++;
             keep = k;
         }
-        double total;
-        if (keep < vocab) {
-            total = 0;
-            for (int i = 0; i < keep; i++) total += prob(l, e, cand.id(i), max, sum);
-        } else {
-            total = 0;   // every token kept: their sum in id order
-            for (int i = 0; i < vocab; i++) total += prob(l, e, i, max, sum);
-        }
+        double total = 0;   // in rank order; every token kept: in id order (no ranking needed)
+        for (int i = 0; i < keep; i++) total += prob(l, e, keep < vocab ? cand.id(i) : i, max, sum);
         double u = random.nextDouble() * total;
         double acc = 0;
         int last = cand.id(0);   // the last candidate walked with a probability above 0
