@@ -93,6 +93,13 @@ public final class KernelCatalog {
     public static final int STEP_ROW_POS = 4;
     public static final int STEP_MAX_BATCH = 16;
     public static final int STEP_IDS = 20;
+    /**
+     * Sampling candidates (logits_top_rows, logits.cu): threads of a row's block; candidates a row at most (half of
+     * the values the block can gather at the cut); ints before a row's ids in its output.
+     */
+    public static final int TOP_THREADS = 1024;
+    public static final int TOP_MAX_CANDIDATES = 1024;
+    public static final int TOP_HEADER = 4;
     /** Prefill attention: query rows per block; keys per tile for headDim <= 128 (half that above). */
     public static final int ATTN_PREFILL_QUERY_TILE = 32;
     public static final int ATTN_PREFILL_KEY_TILE = 64;
@@ -141,6 +148,7 @@ public final class KernelCatalog {
         add("attention", "qk_prep", 32 * PREP_WARPS, 0);
         add("attention", "attn_prefill", ATTN_THREADS, attnPrefillSmemBytes(ATTN_MAX_HEAD_DIM));
         add("logits", "argmax_rows", ew, 0);
+        add("logits", "logits_top_rows", TOP_THREADS, 0);
         for (String t : allWeightSuffixes()) {
             add("gemv", "expert_gemv_" + t, GEMV_THREADS, 0);
             if (gemvX16(t)) {

@@ -88,6 +88,13 @@ class KernelSourceMirrorTest {
     }
 
     @Test
+    void samplingCandidateLimitsMirrorLogitsCu() throws IOException {
+        Map<String, Integer> d = mirrors("logits.cu", Map.of("TOP_THREADS", KernelCatalog.TOP_THREADS, "TOP_HEADER", KernelCatalog.TOP_HEADER));
+        assertEquals(2 * KernelCatalog.TOP_THREADS, define(d, "TOP_BINS", "logits.cu"), "two histogram bins a thread (top_select_bin)");
+        assertTrue(2 * KernelCatalog.TOP_MAX_CANDIDATES <= define(d, "TOP_CAP", "logits.cu"), "the gather holds twice the candidates");
+    }
+
+    @Test
     void attentionPageAndHeadLimitsMirrorAttentionCu() throws IOException {
         mirrors("attention.cu", Map.of("PAGE", KernelCatalog.KV_PAGE_TOKENS, "ATTN_MAX_HD", KernelCatalog.ATTN_MAX_HEAD_DIM,
                 "THREADS", KernelCatalog.ATTN_THREADS, "PREP_WARPS", KernelCatalog.PREP_WARPS));

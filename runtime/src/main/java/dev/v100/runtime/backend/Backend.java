@@ -124,6 +124,20 @@ public interface Backend extends AutoCloseable {
         return out;
     }
 
+    /**
+     * Per row of src: its min(m, cols) largest values in rank order and the softmax denominator at inverse
+     * temperature invT[row] ({@link RowTop}): a sampled decode step's candidates where the logits are. Default: on
+     * the host, from {@link #read} ({@link RowTop#of}, the reference).
+     */
+    default RowTop[] topRows(Buffer src, int m, double[] invT) {
+        int rows = src.rows(), cols = src.cols();
+        if (invT.length != rows) throw new IllegalArgumentException(invT.length + " inverse temperatures for " + rows + " rows");
+        float[] v = read(src);
+        RowTop[] out = new RowTop[rows];
+        for (int r = 0; r < rows; r++) out[r] = RowTop.of(v, r * cols, cols, m, invT[r]);
+        return out;
+    }
+
     /** dst = src (same shape). */
     void copy(Buffer src, Buffer dst);
 

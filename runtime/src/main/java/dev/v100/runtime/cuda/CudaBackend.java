@@ -13,6 +13,7 @@ import dev.v100.runtime.backend.MoeRouting;
 import dev.v100.runtime.backend.OpChecks;
 import dev.v100.runtime.backend.Rope;
 import dev.v100.runtime.backend.RowMax;
+import dev.v100.runtime.backend.RowTop;
 import dev.v100.runtime.backend.Weight;
 import org.bytedeco.javacpp.FloatPointer;
 
@@ -64,7 +65,7 @@ public final class CudaBackend implements Backend {
 
     final CudaDevice device;
     private final String name;
-    private final String argmaxScratch, argmaxParts, argmaxDone;   // scratch keys
+    private final String argmaxScratch, argmaxParts, argmaxDone, topScratch, topTemps;   // scratch keys
     private final List<Long> allocations = new ArrayList<>();
     private final List<CudaKvCache> caches = new ArrayList<>();
     private final Map<Rope, Long> ropeTables = new HashMap<>();
@@ -78,7 +79,7 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kQkPrep, kMoeOutputNorm,
-            kAttnPrefill, kArgmax, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize;
+            kAttnPrefill, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -95,6 +96,8 @@ public final class CudaBackend implements Backend {
         this.argmaxScratch = "argmax:" + name;
         this.argmaxParts = argmaxScratch + ":parts";
         this.argmaxDone = argmaxScratch + ":done";
+        this.topScratch = "top:" + name;
+        this.topTemps = topScratch + ":invT";
         this.x16Scratch = "gemv-x16:" + name;
         this.gemm = new GemmPolicy(device);
         this.checkNonFinite = device.options.checkNonFinite();
@@ -114,6 +117,7 @@ public final class CudaBackend implements Backend {
         kMoeOutputNorm = device.kernel("moe_output_norm");
         kAttnPrefill = device.kernel("attn_prefill");
         kArgmax = device.kernel("argmax_rows");
+        kTop = device.kernel("logits_top_rows");
         kCopyColumns = device.kernel("copy_columns");
         kSigmoidMul = device.kernel("sigmoid_mul");
         kL2Norm = device.kernel("l2norm");
@@ -1075,6 +1079,46 @@ public final class CudaBackend implements Backend {
         RowMax[] rows = new RowMax[xb.rows];
         for (int r = 0; r < xb.rows; r++) {
             rows[r] = got[2 * r] < 0 ? new RowMax(RowMax.NOT_FINITE, Float.NaN) : new RowMax(got[2 * r], Float.intBitsToFloat(got[2 * r + 1]));
+        }
+        return rows;
+    }
+
+    /**
+     * On the device (logits_top_rows, a block a row): each row's candidates and denominator come back, a few
+     * kilobytes instead of the row. The denominator is float exponentials summed in double (the host's is all double:
+     * within ~1e-7); the candidates are the host's exactly.
+     */
+    @Override
+    public RowTop[] topRows(Buffer x, int m, double[] invT) {
+        CudaBuffer xb = buf(x);
+        if (invT.length != xb.rows) throw new BackendException(invT.length + " inverse temperatures for " + xb);
+        if (m < 1 || m > KernelCatalog.TOP_MAX_CANDIDATES) {
+            throw new BackendException("topRows: " + m + " candidates (the device ranks 1.." + KernelCatalog.TOP_MAX_CANDIDATES + " a row)");
+        }
+        device.bind();
+        if (xb.rows == 0) return new RowTop[0];
+        if (xb.cols == 0) throw new BackendException("topRows: " + xb + " (a row of at least one column)");
+        float[] it = new float[xb.rows];
+        for (int r = 0; r < xb.rows; r++) it[r] = (float) invT[r];
+        long temps = device.scratch(topTemps, 4L * xb.rows);
+        device.upload(MemorySegment.ofArray(it), temps, "uploading inverse temperatures");
+        int stride = KernelCatalog.TOP_HEADER + 2 * m;
+        long out = device.scratch(topScratch, 4L * stride * xb.rows);
+        device.launch(kTop).ptr(xb.address).i32(xb.cols).i32(m).ptr(temps).ptr(out).go(xb.rows, 1, 1, KernelCatalog.TOP_THREADS, 0);
+        int[] got = device.downloadInts(out, stride * xb.rows);
+        RowTop[] rows = new RowTop[xb.rows];
+        for (int r = 0; r < xb.rows; r++) {
+            int o = r * stride, n = got[o];
+            if (n == -1) rows[r] = RowTop.NOT_FINITE_ROW;
+            else if (n == -2) rows[r] = RowTop.UNRANKED_ROW;
+            else {
+                if (n != Math.min(m, xb.cols)) throw new BackendException("logits_top_rows returned " + n + " candidates for row " + r + " of " + xb);
+                int[] ids = java.util.Arrays.copyOfRange(got, o + KernelCatalog.TOP_HEADER, o + KernelCatalog.TOP_HEADER + n);
+                float[] values = new float[n];
+                for (int i = 0; i < n; i++) values[i] = Float.intBitsToFloat(got[o + KernelCatalog.TOP_HEADER + m + i]);
+                double sum = Double.longBitsToDouble(((long) got[o + 3] << 32) | (got[o + 2] & 0xFFFF_FFFFL));
+                rows[r] = new RowTop(RowTop.Status.RANKED, ids, values, sum);
+            }
         }
         return rows;
     }

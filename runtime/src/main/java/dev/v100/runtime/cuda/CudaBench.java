@@ -4,6 +4,8 @@ import dev.v100.formats.bundle.Bundle;
 import dev.v100.formats.bundle.BundleManifest;
 import dev.v100.formats.bundle.ModelConfig;
 import dev.v100.runtime.backend.RowMax;
+import dev.v100.runtime.engine.SamplingParams;
+import dev.v100.runtime.sample.Sampler;
 import dev.v100.runtime.model.DecoderModel;
 import dev.v100.runtime.model.ModelOptions;
 
@@ -105,6 +107,20 @@ public final class CudaBench {
             long graphLaunches = c1[0] - c0[0], replayed = c1[1] - c0[1], eager = c1[2] - c0[2];
             table.put("decode launches per step", String.format(Locale.ROOT, "%.1f kernels: %.1f replayed by %.2f CUDA graph launches, %.1f launched one by one",
                     (replayed + eager) / (double) steps, replayed / (double) steps, graphLaunches / (double) steps, eager / (double) steps));
+            // sampled steps (temperature 0.8, top-k 40, top-p 0.95; a top-k, as random weights give flat rows): candidates
+            // ranked on the GPU, as the engine runs a sampled request, and the logits read back for the host sampler
+            SamplingParams sp = new SamplingParams(0.8, 40, 0.95, 0, 1, 0, 0, 1);
+            double[] sampledMs = new double[2];
+            for (int way = 0; way < 2; way++) {
+                Sampler sampler = new Sampler(sp, m.vocabSize(), new int[0]);
+                for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = sampled(m, sampler, way == 0, next, pos++);
+                long s0 = System.nanoTime();
+                for (int i = 0; i < steps; i++) next = sampled(m, sampler, way == 0, next, pos++);
+                sampledMs[way] = (System.nanoTime() - s0) / 1e6 / steps;
+            }
+            table.put("decode batch 1 sampled", String.format(Locale.ROOT, "%.2f tok/s with candidates ranked on the GPU (%.2f ms/token); "
+                    + "%.2f tok/s with the logits read back for the host sampler (%.2f ms/token); temperature 0.8, top-k 40, top-p 0.95",
+                    1000 / sampledMs[0], sampledMs[0], 1000 / sampledMs[1], sampledMs[1]));
             List<String> batchProfile = new java.util.ArrayList<>();
             table.put("decode batch " + BATCH, decodeBatch(m, rnd, start, steps, d, batchProfile));
             // the same steps again, every kernel between two events: where the GPU time of a step goes
@@ -215,6 +231,19 @@ public final class CudaBench {
      */
     static int greedy(DecoderModel m, int token, int pos) {
         return checked(m.forwardGreedy(0, new int[] {token}, pos), pos);
+    }
+
+    /** One sampled decode step of slot 0: from candidates ranked where the logits are (onDevice), or from the logits read back. */
+    private static int sampled(DecoderModel m, Sampler sampler, boolean onDevice, int token, int pos) {
+        int picked;
+        if (onDevice) {
+            picked = sampler.sample(m.forwardTop(0, new int[] {token}, pos, sampler.candidates(), sampler.inverseTemperature()), () -> m.lastLogits(0));
+        } else {
+            float[] l = m.forward(0, new int[] {token}, pos, false);
+            picked = dev.v100.runtime.sample.Logits.argmaxFinite(l) < 0 ? RowMax.NOT_FINITE : sampler.sample(l);
+        }
+        sampler.accept(checked(picked, pos));
+        return picked;
     }
 
     private static int checked(int picked, int pos) {

@@ -107,6 +107,11 @@ final class MultiGpuBackend implements Backend {
         return group.call(rank, "argmax of " + src, () -> inner.argmaxRows(src));
     }
 
+    @Override
+    public dev.v100.runtime.backend.RowTop[] topRows(Buffer src, int m, double[] invT) {
+        return group.call(rank, "sampling candidates of " + src, () -> inner.topRows(src, m, invT));
+    }
+
     // ---- ops (posted) -------------------------------------------------------------------------
 
     @Override

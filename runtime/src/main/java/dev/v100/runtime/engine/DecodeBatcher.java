@@ -1,8 +1,10 @@
 package dev.v100.runtime.engine;
 
 import dev.v100.runtime.backend.RowMax;
+import dev.v100.runtime.backend.RowTop;
 import dev.v100.runtime.model.DecoderModel;
 import dev.v100.runtime.sample.Logits;
+import dev.v100.runtime.sample.Sampler;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -127,14 +129,35 @@ public final class DecodeBatcher {
             }
         }
 
+        /**
+         * {@link #prefill}'s next token drawn by {@code sampler} (its {@link Sampler#candidates} &gt; 0) from the
+         * candidates found where the logits are ({@link DecoderModel#forwardTop}), or {@link RowMax#NOT_FINITE}.
+         */
+        public int prefillSampled(int[] prompt, Sampler sampler) {
+            int next;
+            modelLock.lock();
+            try {
+                next = sampler.sample(model.forwardTop(slot, prompt, 0, sampler.candidates(), sampler.inverseTemperature()), () -> model.lastLogits(0));
+            } finally {
+                modelLock.unlock();
+            }
+            decodingFromNow();
+            return next;
+        }
+
+        /** {@link #decode}'s next token drawn by {@code sampler} (see {@link #prefillSampled}). */
+        public int decodeSampled(int token, int pos, Sampler sampler) {
+            return step(new Step(slot, token, pos, false, sampler)).next;
+        }
+
         /** Runs token at pos (after the prefill and every earlier step), batched with the other sequences' steps. */
         public float[] decode(int token, int pos) {
-            return step(new Step(slot, token, pos, false)).logits;
+            return step(new Step(slot, token, pos, false, null)).logits;
         }
 
         /** {@link #decode}'s greedy next token, or {@link RowMax#NOT_FINITE} (see {@link #prefillGreedy}). */
         public int decodeGreedy(int token, int pos) {
-            return step(new Step(slot, token, pos, true)).next;
+            return step(new Step(slot, token, pos, true, null)).next;
         }
 
         @Override
@@ -149,19 +172,30 @@ public final class DecodeBatcher {
         }
     }
 
+    /** A host argmax (-1: a value not finite) as a step's pick. */
+    private static int picked(int at) {
+        return at < 0 ? RowMax.NOT_FINITE : at;
+    }
+
     private static final class Step {
         final int slot, token, pos;
         final boolean greedy;   // wants only the argmax (next), not the logits
+        final Sampler sampler;  // non-null: wants the token it draws (next), from candidates where the logits are
         float[] logits;
         int next;
         RuntimeException error;
         boolean done;
 
-        Step(int slot, int token, int pos, boolean greedy) {
+        Step(int slot, int token, int pos, boolean greedy, Sampler sampler) {
             this.slot = slot;
             this.token = token;
             this.pos = pos;
             this.greedy = greedy;
+            this.sampler = sampler;
+        }
+
+        boolean picks() {
+            return greedy || sampler != null;
         }
     }
 
@@ -222,12 +256,16 @@ public final class DecodeBatcher {
         float[][] rows = new float[n][];
         int[] next = new int[n];
         boolean allGreedy = batch.stream().allMatch(s -> s.greedy);
+        boolean allPick = batch.stream().allMatch(Step::picks);
         RuntimeException error = null;
         try {
             if (n == 1) {
                 Step s = batch.getFirst();
                 if (s.greedy) next[0] = model.forwardGreedy(s.slot, new int[] {s.token}, s.pos);
-                else rows[0] = model.forward(s.slot, new int[] {s.token}, s.pos, false);
+                else if (s.sampler != null) {
+                    RowTop t = model.forwardTop(s.slot, new int[] {s.token}, s.pos, s.sampler.candidates(), s.sampler.inverseTemperature());
+                    next[0] = s.sampler.sample(t, () -> model.lastLogits(0));
+                } else rows[0] = model.forward(s.slot, new int[] {s.token}, s.pos, false);
             } else {
                 int vocab = model.vocabSize();
                 int[] slots = new int[n], tokens = new int[n], pos = new int[n];
@@ -238,16 +276,33 @@ public final class DecodeBatcher {
                 }
                 if (allGreedy) {
                     next = model.decodeGreedy(slots, tokens, pos);
+                } else if (allPick) {
+                    // greedy and sampled rows: candidates where the logits are (a greedy row's pick is its first)
+                    int m = 1;
+                    double[] invT = new double[n];
+                    for (int i = 0; i < n; i++) {
+                        Sampler sp = batch.get(i).sampler;
+                        m = Math.max(m, sp == null ? 1 : sp.candidates());
+                        invT[i] = sp == null ? 1 : sp.inverseTemperature();
+                    }
+                    RowTop[] t = model.decodeTop(slots, tokens, pos, m, invT);
+                    for (int i = 0; i < n; i++) {
+                        int row = i;
+                        Sampler sp = batch.get(i).sampler;
+                        if (sp != null) next[i] = sp.sample(t[i], () -> model.lastLogits(row));
+                        else if (t[i].ranked()) next[i] = t[i].ids()[0];
+                        else if (t[i].status() == RowTop.Status.NOT_FINITE) next[i] = RowMax.NOT_FINITE;
+                        else next[i] = picked(Logits.argmaxFinite(model.lastLogits(row)));
+                    }
                 } else {
-                    // some rows sample: every row's logits come back; the greedy rows pick theirs here
+                    // some rows need their logits: every row's come back; the greedy and sampled rows pick theirs here
                     float[] all = model.decode(slots, tokens, pos);
                     for (int i = 0; i < n; i++) {
-                        if (batch.get(i).greedy) {
-                            int at = Logits.argmaxRow(all, i, vocab);
-                            next[i] = at < 0 ? RowMax.NOT_FINITE : at;
-                        } else {
-                            rows[i] = java.util.Arrays.copyOfRange(all, i * vocab, (i + 1) * vocab);
-                        }
+                        int row = i;
+                        Step s = batch.get(i);
+                        if (s.greedy) next[i] = picked(Logits.argmaxRow(all, i, vocab));
+                        else if (s.sampler != null) next[i] = s.sampler.sample(RowTop.UNRANKED_ROW, () -> java.util.Arrays.copyOfRange(all, row * vocab, (row + 1) * vocab));
+                        else rows[i] = java.util.Arrays.copyOfRange(all, i * vocab, (i + 1) * vocab);
                     }
                 }
             }

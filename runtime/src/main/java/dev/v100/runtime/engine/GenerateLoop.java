@@ -50,11 +50,13 @@ public final class GenerateLoop {
         TextStream detok = textStreams.get();
         FinishReason finish = null;
         String error = null;
-        // greedy without penalties: the model picks the token where the logits are (no logits come back)
-        boolean greedy = sampler.plainGreedy();
+        // greedy without penalties: the model picks the token where the logits are (no logits come back); sampling
+        // without penalties: the sampler draws from candidates found there (a few kilobytes come back); penalties: the
+        // logits come back
+        boolean greedy = sampler.plainGreedy(), sampled = sampler.candidates() > 0, picks = greedy || sampled;
         try (DecodeBatcher.Sequence seq = batcher.open()) {
-            float[] logits = greedy ? null : seq.prefill(prompt);
-            int picked = greedy ? seq.prefillGreedy(prompt) : 0;
+            float[] logits = picks ? null : seq.prefill(prompt);
+            int picked = greedy ? seq.prefillGreedy(prompt) : sampled ? seq.prefillSampled(prompt, sampler) : 0;
             int pos = prompt.length;
             while (finish == null) {
                 if (cancel.isCancelled()) {
@@ -62,7 +64,7 @@ public final class GenerateLoop {
                     break;
                 }
                 int tok;
-                if (greedy) {
+                if (picks) {
                     if (picked == RowMax.NOT_FINITE) throw new IllegalStateException("non-finite logits at position " + pos);
                     tok = picked;
                 } else {
@@ -95,6 +97,7 @@ public final class GenerateLoop {
                 }
                 if (finish != null) break;
                 if (greedy) picked = seq.decodeGreedy(tok, pos);
+                else if (sampled) picked = seq.decodeSampled(tok, pos, sampler);
                 else logits = seq.decode(tok, pos);
                 pos++;
             }

@@ -5,6 +5,7 @@ import dev.v100.runtime.backend.Backend;
 import dev.v100.runtime.backend.Buffer;
 import dev.v100.runtime.backend.Collectives;
 import dev.v100.runtime.backend.RowMax;
+import dev.v100.runtime.backend.RowTop;
 import dev.v100.runtime.trace.Trace;
 import dev.v100.runtime.trace.TraceSink;
 
@@ -71,6 +72,7 @@ public final class DecoderModel implements AutoCloseable {
     private final Collectives collectives;
     private final int contextTokens;
     private final int chunkTokens;
+    private int lastLogitRows;   // logit rows of the last pass (lastLogits)
     private final float attentionScale;
     private final AutoCloseable resources;
     private final LayerRunner layers;
@@ -154,8 +156,51 @@ public final class DecoderModel implements AutoCloseable {
         return next[0];
     }
 
-    /** Where a pass's logits go: into {@code values} ([rows, vocab]) or, greedy, their argmax into {@code greedy} ([rows]). */
-    private record Logits(float[] values, int[] greedy) {}
+    /**
+     * {@link #forward(int, int[], int, boolean)}'s last token's sampling candidates ({@link RowTop}: the m largest
+     * logits in rank order and the softmax denominator at inverse temperature invT), found where the logits are (a
+     * GPU reads back a few kilobytes, not the vocabulary's logits). {@link #lastLogits} reads the row itself when the
+     * sampler needs more (until the next pass).
+     */
+    public RowTop forwardTop(int slot, int[] tokens, int startPos, int m, double invT) {
+        RowTop[] top = new RowTop[1];
+        forward(slot, tokens, startPos, false, new Logits(null, null, top, m, new double[] {invT}));
+        return top[0];
+    }
+
+    /** {@link #decode(int[], int[], int[])}'s sampling candidates, one a row (see {@link #forwardTop}; invT a row). */
+    public RowTop[] decodeTop(int[] slots, int[] tokens, int[] positions, int m, double[] invT) {
+        if (invT.length != slots.length) throw new IllegalArgumentException(invT.length + " inverse temperatures for " + slots.length + " rows");
+        RowTop[] top = new RowTop[slots.length];
+        decode(slots, tokens, positions, new Logits(null, null, top, m, invT.clone()));
+        return top;
+    }
+
+    /**
+     * Row {@code row} of the last pass's logits [vocab] (read from where they are: valid until the next pass), for a
+     * sampler whose draw needs more than the candidates {@link #forwardTop} or {@link #decodeTop} gave.
+     */
+    public float[] lastLogits(int row) {
+        if (row < 0 || row >= lastLogitRows) throw new IllegalArgumentException("row " + row + " of the last pass's " + lastLogitRows + " logit rows");
+        int vocab = config.vocabSize();
+        float[] out = new float[vocab];
+        for (RankShard r : stages.get(stages.size() - 1)) {
+            int first = r.geo.firstVocabRow();
+            float[] part = r.backend.read(r.logits.slice(row, 1));
+            System.arraycopy(part, 0, out, first, part.length);
+        }
+        return out;
+    }
+
+    /**
+     * Where a pass's logits go: into {@code values} ([rows, vocab]), or, greedy, their argmax into {@code greedy}
+     * ([rows]), or their m candidates at inverse temperatures invT ([rows]) into {@code top} ([rows]).
+     */
+    private record Logits(float[] values, int[] greedy, RowTop[] top, int m, double[] invT) {
+        Logits(float[] values, int[] greedy) {
+            this(values, greedy, null, 0, null);
+        }
+    }
 
     private void forward(int slot, int[] tokens, int startPos, boolean allLogits, Logits out) {
         checkSlot(slot);
@@ -258,6 +303,9 @@ public final class DecoderModel implements AutoCloseable {
         int vocab = config.vocabSize();
         float[] bestValue = out.greedy() == null ? null : new float[logitRows];
         boolean[] nonFinite = new boolean[logitRows];   // greedy: a rank saw a NaN or an infinity in the row
+        List<List<RowTop>> parts = new ArrayList<>();    // candidates: each rank's of each row
+        for (int i = 0; out.top() != null && i < logitRows; i++) parts.add(new ArrayList<>(lastStage.size()));
+        lastLogitRows = logitRows;
         for (RankShard r : lastStage) {
             Backend b = r.backend;
             Buffer x = r.x.slice(firstLogitRow, logitRows), xn = r.xn.slice(firstLogitRow, logitRows);
@@ -268,7 +316,10 @@ public final class DecoderModel implements AutoCloseable {
             if (logitMul != 1f) b.scale(lg, logitMul);
             r.trace.record(Trace.LOGITS, -1, lg);
             int vocabRows = r.geo.vocabRows(), first = r.geo.firstVocabRow();
-            if (out.greedy() != null) {
+            if (out.top() != null) {
+                RowTop[] t = b.topRows(lg, out.m(), java.util.Arrays.copyOfRange(out.invT(), outRow, outRow + logitRows));
+                for (int i = 0; i < logitRows; i++) parts.get(i).add(t[i].offset(first));
+            } else if (out.greedy() != null) {
                 // each rank's best of its vocabulary rows; the largest wins, the lowest id among equals
                 RowMax[] m = b.argmaxRows(lg);
                 for (int i = 0; i < logitRows; i++) {
@@ -290,6 +341,7 @@ public final class DecoderModel implements AutoCloseable {
             }
         }
         if (out.greedy() != null) for (int i = 0; i < logitRows; i++) if (nonFinite[i]) out.greedy()[outRow + i] = RowMax.NOT_FINITE;
+        for (int i = 0; out.top() != null && i < logitRows; i++) out.top()[outRow + i] = RowTop.merge(parts.get(i), out.m(), out.invT()[outRow + i]);
     }
 
     private void layer(List<RankShard> ranks, int layer, Rows rows) {

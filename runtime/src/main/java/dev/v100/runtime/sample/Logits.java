@@ -1,5 +1,7 @@
 package dev.v100.runtime.sample;
 
+import java.util.Arrays;
+
 /**
  * One pass over a row of logits on the host, as every decode step needs it: the greedy token and whether
  * every value is finite. A plain loop ({@code if (l[i] > best) ...}) is one long chain of dependent
@@ -68,6 +70,63 @@ public final class Logits {
     /** The greedy token of a whole row, or -1 when a logit is not finite. */
     public static int argmaxFinite(float[] l) {
         return argmaxFinite(l, 0, l.length);
+    }
+
+    /**
+     * The rank order of sampling as one long: smaller keys rank first (value descending, then id ascending; -0 after
+     * +0). {@link #rankValue} gives the value back.
+     */
+    public static long rankKey(float v, int id) {
+        int bits = Float.floatToRawIntBits(v);
+        int sortable = bits >= 0 ? bits : bits ^ 0x7FFF_FFFF;   // float order as signed int order
+        return ((long) ~sortable << 32) | (id & 0xFFFF_FFFFL);
+    }
+
+    /** The value a {@link #rankKey} was made of. */
+    public static float rankValue(long key) {
+        int sortable = ~(int) (key >> 32);
+        return Float.intBitsToFloat(sortable >= 0 ? sortable : sortable ^ 0x7FFF_FFFF);
+    }
+
+    /**
+     * The m smallest of keys (not modified), sorted: a bounded heap over the keys (O(n log m)) when m is small
+     * against n, else a sorted copy.
+     */
+    public static long[] smallest(long[] keys, int m) {
+        if (m < 0 || m > keys.length) throw new IllegalArgumentException(m + " of " + keys.length + " keys");
+        long[] out;
+        if (m >= keys.length / 4) {
+            out = keys.clone();
+            Arrays.sort(out);
+            return m == out.length ? out : Arrays.copyOf(out, m);
+        }
+        if (m == 0) return new long[0];
+        long[] heap = new long[m];   // a max-heap of the m smallest keys so far
+        int n = 0;
+        for (long k : keys) {
+            if (n < m) {
+                heap[n] = k;
+                for (int c = n++; c > 0 && heap[(c - 1) / 2] < heap[c]; c = (c - 1) / 2) swap(heap, c, (c - 1) / 2);
+            } else if (k < heap[0]) {
+                heap[0] = k;
+                for (int c = 0; ; ) {
+                    int a = 2 * c + 1, b = a + 1, big = c;
+                    if (a < m && heap[a] > heap[big]) big = a;
+                    if (b < m && heap[b] > heap[big]) big = b;
+                    if (big == c) break;
+                    swap(heap, c, big);
+                    c = big;
+                }
+            }
+        }
+        Arrays.sort(heap);
+        return heap;
+    }
+
+    private static void swap(long[] h, int a, int b) {
+        long t = h[a];
+        h[a] = h[b];
+        h[b] = t;
     }
 
     /** 1 when v is NaN or infinite (its exponent bits all ones), else 0: no branch. */

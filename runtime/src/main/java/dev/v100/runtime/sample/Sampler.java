@@ -2,8 +2,11 @@ package dev.v100.runtime.sample;
 
 import dev.v100.runtime.engine.SamplingParams;
 
-import java.util.Arrays;
+import dev.v100.runtime.backend.RowMax;
+import dev.v100.runtime.backend.RowTop;
+
 import java.util.SplittableRandom;
+import java.util.function.Supplier;
 
 /**
  * Picks the next token from logits, in the order llama.cpp and vLLM apply the knobs: penalties,
@@ -27,6 +30,7 @@ public final class Sampler {
     // their exponentials
     private double[] work, exps;
     private long[] keys;
+    private double pendingDraw = Double.NaN;   // see draw()
 
     public Sampler(SamplingParams p, int vocab, int[] promptTokens) {
         if (p.topP() <= 0 || p.topP() > 1) throw new IllegalArgumentException("top_p " + p.topP() + " outside (0, 1]");
@@ -76,11 +80,12 @@ public final class Sampler {
         for (int i = 0; i < vocab; i++) l[i] = logits[i];
         applyPenalties(l);
         if (p.isGreedy()) return argmax(l);
+        // candidates in rank order (logit descending, then id ascending; ranked before the temperature, as
+        // RowTop ranks them), ranked only as far as the draw needs: sorting a whole 128k vocabulary every token cost
+        // ~10 ms, several decode steps of the GPU
+        Ranked cand = new Ranked(l, p.topK() > 0 ? Math.min(p.topK(), vocab) : vocab, keys);
         double invT = 1 / p.temperature();
         for (int i = 0; i < vocab; i++) l[i] *= invT;
-        // candidates in rank order (logit descending, then id ascending), ranked only as far as the draw needs:
-        // sorting a whole 128k vocabulary every token cost ~10 ms, several decode steps of the GPU
-        Ranked cand = new Ranked(l, p.topK() > 0 ? Math.min(p.topK(), vocab) : vocab, keys);
         double max = l[cand.id(0)];
         // the softmax's denominator over the candidates: in rank order for a top-k cut (as a full sort would), over
         // the whole vocabulary in id order otherwise (the same sum up to its last bits)
@@ -111,7 +116,7 @@ public final class Sampler {
         }
         double total = 0;   // in rank order; every token kept: in id order (no ranking needed)
         for (int i = 0; i < keep; i++) total += prob(l, e, keep < vocab ? cand.id(i) : i, max, sum);
-        double u = random.nextDouble() * total;
+        double u = draw() * total;
         double acc = 0;
         int last = cand.id(0);   // the last candidate walked with a probability above 0
         for (int i = 0; i < keep; i++) {
@@ -122,6 +127,109 @@ public final class Sampler {
         }
         // u past the walk's sum: only by rounding, where total was summed in another order (every token kept)
         return last;
+    }
+
+    /**
+     * Candidates {@link #sample(RowTop, Supplier)} wants ranked where the logits are (top-k's, else
+     * {@link #DEFAULT_CANDIDATES}, at most {@link #MAX_CANDIDATES}), or 0 when this sampler's picks need the whole row
+     * (penalties change logits on the host) or are plain greedy ({@link #plainGreedy}: the argmax).
+     */
+    public int candidates() {
+        if (p.isGreedy() || anyPenalty()) return 0;
+        return Math.min(vocab, p.topK() > 0 ? Math.min(p.topK(), MAX_CANDIDATES) : DEFAULT_CANDIDATES);
+    }
+
+    /** Candidates a draw without top-k gets: a peaked row's top-p and draw end within them; a flat row reads the row. */
+    public static final int DEFAULT_CANDIDATES = 256;
+    /** A top-k above this ranks the whole row on the host (the device gathers at most 2048 values at its cut). */
+    public static final int MAX_CANDIDATES = 1024;
+
+    /** 1 / temperature: the scale of {@link RowTop#expSum} this sampler's rows need. */
+    public double inverseTemperature() {
+        return p.isGreedy() ? 1 : 1 / p.temperature();
+    }
+
+    /**
+     * {@link #sample(float[])} from a row's ranked candidates ({@link #candidates} of them or more): the same pick as
+     * from the row itself, equal bit for bit where the candidates decide it (top-k within them; without top-k the
+     * denominator is the row's {@link RowTop#expSum}, summed where the logits are). A flat row whose top-p, min-p or
+     * draw goes past the candidates is read ({@code row}) and sampled with the same random draw. Returns
+     * {@link RowMax#NOT_FINITE} for a row with a NaN or an infinity.
+     */
+    public int sample(RowTop top, Supplier<float[]> row) {
+        if (candidates() == 0) throw new IllegalStateException("greedy picks and penalties need the whole row, not candidates");
+        if (top.status() == RowTop.Status.NOT_FINITE) return RowMax.NOT_FINITE;
+        if (!top.ranked()) return fromRow(row);
+        int[] ids = top.ids();
+        int avail = ids.length;
+        double invT = 1 / p.temperature();
+        double[] pr = new double[avail];   // the candidates' exp(l - max), then their probabilities
+        double max = (double) top.values()[0] * invT;
+        for (int i = 0; i < avail; i++) pr[i] = Math.exp((double) top.values()[i] * invT - max);
+        int size = p.topK() > 0 ? Math.min(p.topK(), vocab) : vocab;
+        double sum = 0;
+        if (size <= avail) {
+            for (int i = 0; i < size; i++) sum += pr[i];   // in rank order, as sample(float[]) sums a top-k cut
+        } else if (size == vocab) {
+            sum = top.expSum();
+        } else {
+            return fromRow(row);   // a top-k beyond the candidates
+        }
+        for (int i = 0; i < avail; i++) pr[i] /= sum;
+        int keep = size;
+        if (p.topP() < 1) {
+            double cum = 0;
+            boolean reached = false;
+            for (int i = 0; i < Math.min(size, avail) && !reached; i++) {
+                cum += pr[i];
+                if (cum >= p.topP()) {
+                    keep = i + 1;
+                    reached = true;
+                }
+            }
+            if (!reached && size > avail) return fromRow(row);
+        }
+        if (p.minP() > 0) {
+            double floor = p.minP() * pr[0];
+            int k = 1;
+            while (k < keep && k < avail && pr[k] >= floor) k++;
+            if (k < keep && k == avail) return fromRow(row);   // still above the floor at the last candidate
+            keep = k;
+        }
+        double total = 0;
+        if (keep < vocab) {
+            if (keep > avail) return fromRow(row);
+            for (int i = 0; i < keep; i++) total += pr[i];
+        } else {
+            total = 1;   // every token kept: sample(float[]) sums every probability (1 up to its last bits)
+        }
+        double u01 = draw(), u = u01 * total, acc = 0;
+        int last = ids[0];
+        for (int i = 0; i < Math.min(keep, avail); i++) {
+            acc += pr[i];
+            if (u < acc) return ids[i];
+            if (pr[i] > 0) last = ids[i];
+        }
+        if (keep <= avail) return last;   // u past the walk's sum: only by rounding
+        pendingDraw = u01;                // the draw continues past the candidates: the row's walk, the same draw
+        return fromRow(row);
+    }
+
+    private int fromRow(Supplier<float[]> row) {
+        float[] l = row.get();
+        if (Logits.argmaxFinite(l) < 0) {
+            pendingDraw = Double.NaN;
+            return RowMax.NOT_FINITE;
+        }
+        return sample(l);
+    }
+
+    /** The next uniform draw in [0, 1): the one a candidate walk drew and left to the row's walk, else a new one. */
+    private double draw() {
+        double u = pendingDraw;
+        if (Double.isNaN(u)) return random.nextDouble();
+        pendingDraw = Double.NaN;
+        return u;
     }
 
     /** Token id's probability: exp(l - max) / sum, e holding the exponentials when computed already. */
@@ -144,11 +252,7 @@ public final class Sampler {
         Ranked(double[] l, int size, long[] keys) {
             this.size = size;
             this.keys = keys;
-            for (int i = 0; i < l.length; i++) {
-                int bits = Float.floatToIntBits((float) l[i]);
-                int sortable = bits >= 0 ? bits : bits ^ 0x7FFF_FFFF;   // float order as signed int order
-                keys[i] = ((long) ~sortable << 32) | i;
-            }
+            for (int i = 0; i < l.length; i++) keys[i] = Logits.rankKey((float) l[i], i);
         }
 
         int id(int rank) {
@@ -158,41 +262,9 @@ public final class Sampler {
 
         /** ids of the m smallest keys, sorted. */
         private void rank(int m) {
-            long[] smallest;
-            if (m >= keys.length / 4) {
-                smallest = keys.clone();
-                Arrays.sort(smallest);
-            } else {
-                // a max-heap of the m smallest keys so far
-                long[] heap = new long[m];
-                int n = 0;
-                for (long k : keys) {
-                    if (n < m) {
-                        heap[n] = k;
-                        for (int c = n++; c > 0 && heap[(c - 1) / 2] < heap[c]; c = (c - 1) / 2) swap(heap, c, (c - 1) / 2);
-                    } else if (k < heap[0]) {
-                        heap[0] = k;
-                        for (int c = 0; ; ) {
-                            int a = 2 * c + 1, b = a + 1, big = c;
-                            if (a < m && heap[a] > heap[big]) big = a;
-                            if (b < m && heap[b] > heap[big]) big = b;
-                            if (big == c) break;
-                            swap(heap, c, big);
-                            c = big;
-                        }
-                    }
-                }
-                smallest = heap;
-                Arrays.sort(smallest);
-            }
+            long[] smallest = Logits.smallest(keys, m);
             ids = new int[m];
             for (int i = 0; i < m; i++) ids[i] = (int) smallest[i];
-        }
-
-        private static void swap(long[] h, int a, int b) {
-            long t = h[a];
-            h[a] = h[b];
-            h[b] = t;
         }
     }
 

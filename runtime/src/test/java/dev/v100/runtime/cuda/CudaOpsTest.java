@@ -9,6 +9,7 @@ import dev.v100.runtime.backend.BackendException;
 import dev.v100.runtime.backend.Buffer;
 import dev.v100.runtime.backend.Rope;
 import dev.v100.runtime.backend.RowMax;
+import dev.v100.runtime.backend.RowTop;
 import dev.v100.runtime.backend.Weight;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Tag;
@@ -255,6 +256,61 @@ class CudaOpsTest {
                 assertEquals(RowMax.NOT_FINITE, got[4].index(), "an infinite row over " + cols);
             }
         }
+    }
+
+    /**
+     * logits_top_rows against the host's RowTop.of: the same candidates bit for bit (spread rows, rows crowded with
+     * equal values, rows shorter than m, rows whose cut needs one, two or three histogram passes), the denominator
+     * within 1e-6, non-finite rows flagged, and a row with more equal values at its cut than the block gathers left
+     * to the host (UNRANKED).
+     */
+    @Test
+    void topCandidatesAreTheHostsAndFlagRowsItCannotRank() {
+        try (CudaBackend b = backend("top")) {
+            SplittableRandom rnd = new SplittableRandom(8);
+            for (int cols : new int[] {5, 1000, 4097, 128256, 248320}) {
+                for (int m : new int[] {1, 40, 256, 1024}) {
+                    int rows = 6;
+                    float[] v = new float[rows * cols];
+                    for (int i = 0; i < cols; i++) {
+                        v[i] = (float) (3 * rnd.nextGaussian());                       // row 0: spread
+                        v[cols + i] = (float) Math.floor(4 * rnd.nextDouble());        // row 1: four values, all tied
+                        v[2 * cols + i] = 2.5f + (float) (1e-3 * rnd.nextGaussian());  // row 2: crowded near one value
+                        v[3 * cols + i] = (float) rnd.nextGaussian();                  // row 3: a NaN below
+                        v[4 * cols + i] = -1f;                                         // row 4: a plateau under a few peaks
+                        v[5 * cols + i] = (float) (0.01 * rnd.nextGaussian());         // row 5: an infinity below
+                    }
+                    v[3 * cols + cols / 2] = Float.NaN;
+                    v[5 * cols + cols - 1] = Float.NEGATIVE_INFINITY;
+                    for (int k = 0; k < Math.min(3, cols); k++) v[4 * cols + (7 * k) % cols] = 5f + k;
+                    double[] invT = {1, 1 / 0.7, 0.5, 1, 2, 1};
+                    RowTop[] got = b.topRows(upload(b, "l", v, rows, cols), m, invT);
+                    assertEquals(rows, got.length);
+                    for (int r = 0; r < rows; r++) {
+                        String what = "row " + r + " of " + cols + ", m " + m;
+                        RowTop want = RowTop.of(v, r * cols, cols, m, invT[r]);
+                        // the device gathers at most TOP_CAP values at the cut: more equal ones than that are the host's to rank
+                        long atCut = want.ranked() ? countAtLeast(v, r * cols, cols, want.values()[want.values().length - 1]) : 0;
+                        if (want.ranked() && atCut > 2048) {
+                            assertEquals(RowTop.Status.UNRANKED, got[r].status(), what + ": " + atCut + " values at or above the cut");
+                            continue;
+                        }
+                        assertEquals(want.status(), got[r].status(), what);
+                        if (!want.ranked()) continue;
+                        org.junit.jupiter.api.Assertions.assertArrayEquals(want.ids(), got[r].ids(), what);
+                        org.junit.jupiter.api.Assertions.assertArrayEquals(want.values(), got[r].values(), what);
+                        assertEquals(want.expSum(), got[r].expSum(), 1e-6 * want.expSum(), what);
+                    }
+                }
+            }
+            assertThrows(BackendException.class, () -> b.topRows(upload(b, "l", new float[8], 2, 4), 1025, new double[] {1, 1}));
+        }
+    }
+
+    private static long countAtLeast(float[] v, int off, int cols, float cut) {
+        long n = 0;
+        for (int i = 0; i < cols; i++) if (v[off + i] >= cut) n++;
+        return n;
     }
 
     @Test

@@ -45,17 +45,20 @@ class DecodeBatcherTest {
     }
 
     /**
-     * Greedy sequences (a batch of only greedy steps has its picks made where the logits are), or, mixed, sequences 1
-     * and 3 seeded sampling (their logits come back): batches then mix both.
+     * Mode 0: greedy sequences (a batch of only greedy steps has its picks made where the logits are). Mode 1:
+     * sequences 1 and 3 seeded sampling (from candidates found where the logits are): batches mix both. Mode 2: as 1,
+     * and sequence 3 with a repetition penalty (its logits come back: the batch's logits all do, and the greedy and
+     * sampled rows pick from them on the host).
      */
-    static GenerationRequest req(int i, boolean mixed) {
-        SamplingParams p = !mixed || i % 2 == 0 ? SamplingParams.greedy() : new SamplingParams(0.9, 0, 1, 0, 1, 0, 0, 100 + i);
+    static GenerationRequest req(int i, int mode) {
+        SamplingParams p = mode == 0 || i % 2 == 0 ? SamplingParams.greedy()
+                : new SamplingParams(0.9, 0, 1, 0, mode == 2 && i == 3 ? 1.2 : 1, 0, 0, 100 + i);
         return new GenerationRequest(PROMPTS[i], p, MAX_TOKENS, List.of(), Set.of(), true);
     }
 
-    @ParameterizedTest(name = "greedy and sampling mixed: {0}")
-    @ValueSource(booleans = {false, true})
-    void concurrentGenerationsBatchAndEachGetsWhatItGetsAlone(boolean mixed) throws Exception {
+    @ParameterizedTest(name = "mode {0}")
+    @ValueSource(ints = {0, 1, 2})
+    void concurrentGenerationsBatchAndEachGetsWhatItGetsAlone(int mixed) throws Exception {
         TestBundles.Spec s = TestBundles.Spec.llama(GgmlType.Q8_0).withShape(97, 64, 2, 128, 4, 2, 16);
         Path b = TestBundles.write(tmp.resolve("m" + mixed), s, TestBundles.randomWeights(s, 3), 1, 1);
         ModelOptions opts = new ModelOptions(Verify.NONE, 64, 8);

@@ -5,6 +5,7 @@ import dev.v100.runtime.cpu.CpuModels;
 import dev.v100.runtime.load.Verify;
 import dev.v100.runtime.model.DecoderModel;
 import dev.v100.runtime.model.ModelOptions;
+import dev.v100.runtime.sample.Sampler;
 import dev.v100.runtime.testing.TestBundles;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -91,6 +92,29 @@ class GenerateLoopTest {
         GenerationResult a = run(loop, req(new int[] {5, 6}, p, 10, List.of(), Set.of()), new ArrayList<>());
         GenerationResult b = run(loop, req(new int[] {5, 6}, p, 10, List.of(), Set.of()), new ArrayList<>());
         assertArrayEquals(a.tokens(), b.tokens());
+    }
+
+    /**
+     * A sampled request draws from candidates found where the logits are (DecoderModel.forwardTop): the same tokens as
+     * its sampler drawing from each step's whole row of logits.
+     */
+    @Test
+    void sampledTokensAreWhatTheRowsGive() {
+        GenerateLoop loop = new GenerateLoop(model, Toy::new, Set.of());
+        int[] prompt = {4, 9, 2};
+        for (SamplingParams p : List.of(new SamplingParams(0.8, 0, 0.9, 0, 1, 0, 0, 7), new SamplingParams(1.0, 5, 1, 0, 1, 0, 0, 8),
+                new SamplingParams(1.5, 0, 1, 0.05, 1, 0, 0, 9), new SamplingParams(3.0, 0, 1, 0, 1, 0, 0, 10))) {
+            GenerationResult r = run(loop, req(prompt, p, 8, List.of(), Set.of()), new ArrayList<>());
+            assertEquals(8, r.completionTokens(), p.toString());
+            Sampler rows = new Sampler(p, model.vocabSize(), prompt);
+            int[] seq = java.util.Arrays.copyOf(prompt, prompt.length + r.tokens().length);
+            for (int i = 0; i < r.tokens().length; i++) {
+                int tok = rows.sample(model.forward(java.util.Arrays.copyOf(seq, prompt.length + i), 0, false));
+                assertEquals(tok, r.tokens()[i], p + ", token " + i);
+                rows.accept(tok);
+                seq[prompt.length + i] = tok;
+            }
+        }
     }
 
     @Test

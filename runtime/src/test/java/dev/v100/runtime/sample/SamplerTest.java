@@ -1,5 +1,7 @@
 package dev.v100.runtime.sample;
 
+import dev.v100.runtime.backend.RowMax;
+import dev.v100.runtime.backend.RowTop;
 import dev.v100.runtime.engine.SamplingParams;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
@@ -62,8 +64,8 @@ class SamplerTest {
         for (int i = 0; i < n; i++) l[i] = logits[i] / t;
         int k = topK > 0 ? Math.min(topK, n) : n;
         long[] keys = new long[n];
-        for (int i = 0; i < n; i++) {
-            int bits = Float.floatToIntBits((float) l[i]);
+        for (int i = 0; i < n; i++) {   // ranked by the logits as they come (before the temperature)
+            int bits = Float.floatToIntBits(logits[i]);
             int sortable = bits >= 0 ? bits : bits ^ 0x7FFF_FFFF;
             keys[i] = ((long) ~sortable << 32) | i;
         }
@@ -226,5 +228,64 @@ class SamplerTest {
                 // fine
             }
         }
+    }
+
+    // ---- candidates found where the logits are (RowTop): the same picks as from the row ----------------------
+
+    /** m candidates of l as Backend.topRows' host default gives them. */
+    private static RowTop top(float[] l, int m, double t) {
+        return RowTop.of(l, 0, l.length, m, 1 / t);
+    }
+
+    @Property(tries = 300)
+    void candidatesPickWhatTheRowPicks(@ForAll("logits") float[] l, @ForAll @DoubleRange(min = 0.2, max = 3) double t,
+                                       @ForAll @IntRange(min = 0, max = 60) int topK, @ForAll @DoubleRange(min = 0.05, max = 1) double topP,
+                                       @ForAll @DoubleRange(min = 0, max = 0.3) double minP, @ForAll @IntRange(min = 1, max = 60) int m,
+                                       @ForAll long seed) {
+        // m below what the draw needs reads the row (the supplier) and continues with the same draw
+        SamplingParams p = params(t, topK, topP, minP, seed);
+        Sampler rowSampler = new Sampler(p, VOCAB, new int[0]), topSampler = new Sampler(p, VOCAB, new int[0]);
+        RowTop candidates = top(l, m, t);
+        for (int i = 0; i < 20; i++) assertEquals(rowSampler.sample(l), topSampler.sample(candidates, () -> l), "draw " + i);
+    }
+
+    @Test
+    void aPeakedRowNeverReadsTheRowAFlatOneDoes() {
+        float[] l = new float[128256];
+        java.util.SplittableRandom r = new java.util.SplittableRandom(3);
+        for (int i = 0; i < l.length; i++) l[i] = (float) r.nextGaussian();
+        int[] reads = {0};
+        java.util.function.Supplier<float[]> row = () -> {
+            reads[0]++;
+            return l;
+        };
+        // peaked (temperature 0.05: a few tokens hold the mass): decided within the default candidates
+        for (double[] c : new double[][] {{0.05, 0, 0.95, 0}, {0.05, 0, 1, 0}, {1, 40, 0.9, 0}, {0.05, 0, 1, 0.1}}) {
+            SamplingParams p = params(c[0], (int) c[1], c[2], c[3], 9);
+            Sampler rowSampler = new Sampler(p, l.length, new int[0]), topSampler = new Sampler(p, l.length, new int[0]);
+            RowTop cand = top(l, topSampler.candidates(), c[0]);
+            for (int i = 0; i < 16; i++) assertEquals(rowSampler.sample(l), topSampler.sample(cand, row), Arrays.toString(c) + ", draw " + i);
+        }
+        assertEquals(0, reads[0], "a peaked row's draws read the row");
+        // flat (temperature 4, no top-k: the mass is spread over the vocabulary): most draws go past the candidates
+        SamplingParams p = params(4, 0, 0.9, 0, 9);
+        Sampler rowSampler = new Sampler(p, l.length, new int[0]), topSampler = new Sampler(p, l.length, new int[0]);
+        RowTop cand = top(l, topSampler.candidates(), 4);
+        for (int i = 0; i < 8; i++) assertEquals(rowSampler.sample(l), topSampler.sample(cand, row), "flat, draw " + i);
+        assertEquals(8, reads[0], "a flat row's top-p 0.9 goes past " + Sampler.DEFAULT_CANDIDATES + " candidates: every draw reads the row");
+    }
+
+    @Test
+    void candidatesOfANonFiniteRowAreNoPick() {
+        Sampler s = new Sampler(params(0.8, 0, 1, 0, 1), VOCAB, new int[0]);
+        assertEquals(RowMax.NOT_FINITE, s.sample(RowTop.NOT_FINITE_ROW, () -> { throw new AssertionError("not read"); }));
+        float[] l = new float[VOCAB];
+        l[7] = Float.NaN;
+        assertEquals(RowMax.NOT_FINITE, s.sample(RowTop.UNRANKED_ROW, () -> l), "an unranked row is read, and refused");
+        assertEquals(RowTop.Status.NOT_FINITE, RowTop.of(l, 0, VOCAB, 4, 1).status());
+        assertEquals(0, new Sampler(params(0, 0, 1, 0, 1), VOCAB, new int[0]).candidates(), "greedy picks the argmax");
+        assertEquals(0, new Sampler(new SamplingParams(0.8, 0, 1, 0, 1.1, 0, 0, 1), VOCAB, new int[0]).candidates(), "penalties need the row");
+        assertEquals(Math.min(VOCAB, Sampler.DEFAULT_CANDIDATES), s.candidates());
+        assertEquals(7, new Sampler(params(0.8, 7, 1, 0, 1), VOCAB, new int[0]).candidates());
     }
 }
