@@ -119,6 +119,16 @@ __device__ __forceinline__ float block_max(float v, float* red) {
     return warp_max(t);
 }
 
+#define V_PRE 8   // V rows a thread of the chunked P V loads before the scores (8 is every row for hd 128)
+
+// a[0..8) += pj * the 8 halves of vv
+__device__ __forceinline__ void pv_add(float* a, uint4 vv, float pj) {
+    a[0] += pj * h2f((h16) (vv.x & 0xffffu)); a[1] += pj * h2f((h16) (vv.x >> 16));
+    a[2] += pj * h2f((h16) (vv.y & 0xffffu)); a[3] += pj * h2f((h16) (vv.y >> 16));
+    a[4] += pj * h2f((h16) (vv.z & 0xffffu)); a[5] += pj * h2f((h16) (vv.z >> 16));
+    a[6] += pj * h2f((h16) (vv.w & 0xffffu)); a[7] += pj * h2f((h16) (vv.w >> 16));
+}
+
 // The partial of one (row t, head h, split s): attn_decode's work before the merge.
 __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, i64 pageStride,
                                              float scale, int len, int h, int s, int t, i64 part, float* partO, float* partML,
@@ -135,10 +145,21 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
     for (int d = tid; d < hd; d += blockDim.x) qs[d] = qr[d];
     const h16* kb = pool + (i64) table[k0 / PAGE] * pageStride + (i64) kvh * PAGE * hd;   // key k0 + j at kb + j * hd
     const h16* vb = kb + (i64) kvHeads * PAGE * hd;
-    __syncthreads();
     int cnt = k1 - k0, pairs = hd >> 1;
     int c8 = hd >> 3;   // 16-byte chunks (8 halves) of a K or V row
     bool chunked = (hd & 7) == 0 && (c8 & (c8 - 1)) == 0 && c8 <= 32;   // c8 threads can share a row
+    // the chunked P V's first V_PRE rows of this thread, loaded now: they do not depend on the scores, and their
+    // latency then hides behind Q K^T's instead of following the softmax
+    uint4 vpre[V_PRE];
+    if (chunked) {
+        int kg = blockDim.x / c8, g = tid / c8, c = tid % c8;
+#pragma unroll
+        for (int u = 0; u < V_PRE; u++) {
+            int j = g + u * kg;
+            if (j < cnt) vpre[u] = *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c);
+        }
+    }
+    __syncthreads();
     if (chunked) {
         // Q K^T, coalesced: c8 threads per key, a 16-byte chunk each, so that a warp reads whole K rows with
         // 16-byte loads; up to 8 passes of keys loaded before any is used (all in flight at once)
@@ -198,15 +219,13 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
         // flight); the kg key groups are then added up through shared memory (kg * hd = 8 * blockDim floats)
         int kg = blockDim.x / c8, g = tid / c8, c = tid % c8;
         float a[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll 8
-        for (int j = g; j < cnt; j += kg) {
-            uint4 vv = *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c);
-            float pj = p[j];
-            a[0] += pj * h2f((h16) (vv.x & 0xffffu)); a[1] += pj * h2f((h16) (vv.x >> 16));
-            a[2] += pj * h2f((h16) (vv.y & 0xffffu)); a[3] += pj * h2f((h16) (vv.y >> 16));
-            a[4] += pj * h2f((h16) (vv.z & 0xffffu)); a[5] += pj * h2f((h16) (vv.z >> 16));
-            a[6] += pj * h2f((h16) (vv.w & 0xffffu)); a[7] += pj * h2f((h16) (vv.w >> 16));
+#pragma unroll
+        for (int u = 0; u < V_PRE; u++) {
+            int j = g + u * kg;
+            if (j < cnt) pv_add(a, vpre[u], p[j]);
         }
+#pragma unroll 8
+        for (int j = g + V_PRE * kg; j < cnt; j += kg) pv_add(a, *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c), p[j]);
         float4* dst = reinterpret_cast<float4*>(accs + g * hd + 8 * c);
         float4 lo, hi;
         lo.x = a[0]; lo.y = a[1]; lo.z = a[2]; lo.w = a[3];
@@ -295,15 +314,23 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
 // thread sums its head dims over the splits with independent loads. The partials are read past L1 (__ldcg):
 // other blocks of the launch wrote them.
 #define COMBINE_TILE (THREADS * 8)
+#define MERGE_PRE 8   // splits whose partials attn_merge loads with the maxima
 __device__ void attn_merge(const float* partO, const float* partML, int heads, int hd, int splits, int h, int t, float* out, unsigned char* x16,
                            float* wt, float* red) {
     int tid = threadIdx.x;
     i64 base = ((i64) t * heads + h) * splits;
-    float M = -INFINITY;
-    for (int s = tid; s < splits; s += blockDim.x) M = fmaxf(M, __ldcg(partML + 2 * (base + s)));
+    // split tid's (max, sum) and the first MERGE_PRE splits' partials of head dim tid, loaded at once and kept: the
+    // reductions below then wait on one round of loads, not three (the same arithmetic in the same order)
+    float ms0 = -INFINITY, ls0 = 0.f, pre[MERGE_PRE];
+    if (tid < splits) { ms0 = __ldcg(partML + 2 * (base + tid)); ls0 = __ldcg(partML + 2 * (base + tid) + 1); }
+#pragma unroll
+    for (int s = 0; s < MERGE_PRE; s++) pre[s] = s < splits && tid < hd ? __ldcg(partO + (base + s) * hd + tid) : 0.f;
+    float M = ms0;
+    for (int s = tid + blockDim.x; s < splits; s += blockDim.x) M = fmaxf(M, __ldcg(partML + 2 * (base + s)));
     M = block_max(M, red);
     float L = 0.f;
-    for (int s = tid; s < splits; s += blockDim.x) {
+    if (tid < splits && ms0 > -INFINITY) L += ls0 * expf(ms0 - M);
+    for (int s = tid + blockDim.x; s < splits; s += blockDim.x) {
         float ms = __ldcg(partML + 2 * (base + s));
         if (ms > -INFINITY) L += __ldcg(partML + 2 * (base + s) + 1) * expf(ms - M);
     }
@@ -313,7 +340,7 @@ __device__ void attn_merge(const float* partO, const float* partML, int heads, i
         int ns = min(COMBINE_TILE, splits - s0);
         __syncthreads();   // the previous tile's weights are used up
         for (int s = tid; s < ns; s += blockDim.x) {
-            float ms = __ldcg(partML + 2 * (base + s0 + s));
+            float ms = s0 == 0 && s == tid ? ms0 : __ldcg(partML + 2 * (base + s0 + s));
             wt[s] = ms > -INFINITY ? expf(ms - M) : 0.f;
         }
         __syncthreads();
@@ -323,8 +350,14 @@ __device__ void attn_merge(const float* partO, const float* partML, int heads, i
             if (d < hd) {
                 const float* po = partO + (base + s0) * hd + d;
                 float a = 0.f;
+                int s = 0;
+                if (s0 == 0 && k == 0) {
+#pragma unroll
+                    for (; s < MERGE_PRE; s++) if (s < ns) a += pre[s] * wt[s];
+                    s = min(ns, MERGE_PRE);
+                }
 #pragma unroll 8
-                for (int s = 0; s < ns; s++) a += __ldcg(po + (i64) s * hd) * wt[s];
+                for (; s < ns; s++) a += __ldcg(po + (i64) s * hd) * wt[s];
                 acc[k] += a;
             }
         }
