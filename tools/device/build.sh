@@ -18,6 +18,9 @@ export JAVA_HOME
 MAKE_JRE=${MAKE_JRE:-$root/../shared/device/make-jre.sh}
 [ -x "$MAKE_JRE" ] || MAKE_JRE=/work/shared/device/make-jre.sh
 CAP_BYTES=${CAP_BYTES:-$((64 * 1024 * 1024))}   # the device tool's limit; settable to test the fallbacks
+# the tool counts a little more than the files' bytes: 66.48 MB of files was refused where 66.4 MB travelled
+# (2026-11-30, ~2300 files): keep 1 MiB below its cap
+LIMIT=$((CAP_BYTES - 1024 * 1024))
 dev=.device
 
 mvn_opts=(-B -q -Pcuda13 -DskipTests)
@@ -69,12 +72,12 @@ done
 # what travels: every tracked file, untracked files git does not ignore, and .device
 tracked=$(git ls-files -z --cached --others --exclude-standard | xargs -0 -r du -cb 2>/dev/null | tail -1 | cut -f1)
 total=$((tracked + $(du -sb "$dev" | cut -f1)))
-if [ "$total" -ge "$CAP_BYTES" ] && [ "$(cat "$dev/jre/.v100-kind" 2>/dev/null)" != slim ]; then
+if [ "$total" -ge "$LIMIT" ] && [ "$(cat "$dev/jre/.v100-kind" 2>/dev/null)" != slim ]; then
   echo "== $total bytes would travel, over the cap: a smaller JRE"
   make_jre slim
   total=$((tracked + $(du -sb "$dev" | cut -f1)))
 fi
-if [ "$total" -ge "$CAP_BYTES" ]; then
+if [ "$total" -ge "$LIMIT" ]; then
   # last resort: the preset's Java classes of the CUDA libraries the backend does not use (0.7 MB)
   echo "== still over the cap: only the cudart, cuBLAS and NCCL classes of the CUDA preset"
   for j in "$dev"/lib/cuda-*.jar; do
@@ -91,8 +94,8 @@ device=$(du -sb "$dev" | cut -f1)
 printf '== sizes: tracked %.1f MB + .device %.1f MB (jre %s %.1f, lib %.1f) = %.1f MB of the %.1f MB cap\n' \
   "$(echo "$tracked/1000000" | bc -l)" "$(echo "$device/1000000" | bc -l)" "$(cat $dev/jre/.v100-kind)" \
   "$(echo "$(du -sb $dev/jre | cut -f1)/1000000" | bc -l)" "$(echo "$(du -sb $dev/lib | cut -f1)/1000000" | bc -l)" \
-  "$(echo "$total/1000000" | bc -l)" "$(echo "$CAP_BYTES/1000000" | bc -l)"
-if [ "$total" -ge "$CAP_BYTES" ]; then
+  "$(echo "$total/1000000" | bc -l)" "$(echo "$LIMIT/1000000" | bc -l)"
+if [ "$total" -ge "$LIMIT" ]; then
   echo "ERROR: $total bytes would travel, over the 64 MiB cap even trimmed: untrack or ignore files, or slim .device further" >&2
   exit 1
 fi
