@@ -58,6 +58,18 @@ extern "C" __global__ void qk_prep(float* q, float* k, const float* v, int n, in
     float* base = kind == 0 ? q + ((i64) t * heads + head) * hd : (kind == 1 ? k : const_cast<float*>(v)) + ((i64) t * kvHeads + head) * hd;
     const float* nw = kind == 0 ? qNorm : kind == 1 ? kNorm : nullptr;
     float* y = ys[warp];
+    // what does not depend on the head's values, loaded with them: the position, the cache page (k, v) and the
+    // lane's rotary frequencies (q, k), instead of each after the step before it
+    int ipos = step_pos(step, t);
+    int page = 0;
+    if (kind > 0) page = (rowTables ? reinterpret_cast<const int*>(rowTables[t]) : table)[ipos / PAGE];
+    int half = rotaryDim >> 1;
+    float ivf[ATTN_MAX_HD / 32];
+#pragma unroll
+    for (int r = 0; r < ATTN_MAX_HD / 32; r++) {
+        int i = lane + 32 * r;
+        ivf[r] = kind < 2 && i < rotaryDim ? __ldg(invFreq + (i < half ? i : i - half)) : 0.f;
+    }
     if (nw) {
         // rmsnorm's sums: thread j of normThreads adds elements j, j + normThreads, ...; each warp's sum, then the warps'
         int nwarps = normThreads >> 5;
@@ -75,8 +87,7 @@ extern "C" __global__ void qk_prep(float* q, float* k, const float* v, int n, in
     }
     __syncwarp();
     if (kind < 2) {   // every lane's rotated elements first (they read other lanes' y), then written back
-        int half = rotaryDim >> 1;
-        float pos = (float) step_pos(step, t);
+        float pos = (float) ipos;
         float o[ATTN_MAX_HD / 32];
 #pragma unroll
         for (int r = 0; r < ATTN_MAX_HD / 32; r++) {
@@ -85,7 +96,7 @@ extern "C" __global__ void qk_prep(float* q, float* k, const float* v, int n, in
             o[r] = y[i];
             if (i < rotaryDim) {
                 int f = i < half ? i : i - half;
-                float angle = __fmul_rn(pos, invFreq[f]);
+                float angle = __fmul_rn(pos, ivf[r]);
                 float c = cosf(angle), sn = sinf(angle);
                 float a = y[f], b = y[f + half];
                 o[r] = i < half ? rope_first(a, b, c, sn) : rope_second(a, b, c, sn);
@@ -102,9 +113,7 @@ extern "C" __global__ void qk_prep(float* q, float* k, const float* v, int n, in
         __syncwarp();
     }
     if (kind == 0) return;
-    int pos = step_pos(step, t);
-    const int* tb = rowTables ? reinterpret_cast<const int*>(rowTables[t]) : table;
-    h16* kr = pool + (i64) tb[pos / PAGE] * pageStride + ((i64) head * PAGE + pos % PAGE) * hd;
+    h16* kr = pool + (i64) page * pageStride + ((i64) head * PAGE + ipos % PAGE) * hd;
     if (kind == 2) kr += (i64) kvHeads * PAGE * hd;
     for (int i = lane; i < hd; i += 32) kr[i] = f2h_sat(y[i]);
 }
@@ -142,12 +151,12 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
         return;
     }
     const float* qr = q + ((i64) t * heads + h) * hd;
-    for (int d = tid; d < hd; d += blockDim.x) qs[d] = qr[d];
     const h16* kb = pool + (i64) table[k0 / PAGE] * pageStride + (i64) kvh * PAGE * hd;   // key k0 + j at kb + j * hd
     const h16* vb = kb + (i64) kvHeads * PAGE * hd;
     int cnt = k1 - k0, pairs = hd >> 1;
     int c8 = hd >> 3;   // 16-byte chunks (8 halves) of a K or V row
     bool chunked = (hd & 7) == 0 && (c8 & (c8 - 1)) == 0 && c8 <= 32;   // c8 threads can share a row
+    if (!chunked) for (int d = tid; d < hd; d += blockDim.x) qs[d] = qr[d];
     // the chunked P V's first V_PRE rows of this thread, loaded now: they do not depend on the scores, and their
     // latency then hides behind Q K^T's instead of following the softmax
     uint4 vpre[V_PRE];
@@ -158,13 +167,14 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
             int j = g + u * kg;
             if (j < cnt) vpre[u] = *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c);
         }
+    } else {
+        __syncthreads();   // qs (the chunked Q K^T reads its 8 q values from q itself: no barrier before its K loads)
     }
-    __syncthreads();
     if (chunked) {
         // Q K^T, coalesced: c8 threads per key, a 16-byte chunk each, so that a warp reads whole K rows with
         // 16-byte loads; up to 8 passes of keys loaded before any is used (all in flight at once)
         int kpp = blockDim.x / c8, jt = tid / c8, c = tid % c8;
-        const float4* q4 = reinterpret_cast<const float4*>(qs + 8 * c);
+        const float4* q4 = reinterpret_cast<const float4*>(qr + 8 * c);   // 16-byte aligned: hd is a multiple of 8
         float4 qa = q4[0], qb = q4[1];
         for (int jb = 0; jb < cnt; jb += 8 * kpp) {
             uint4 kk[8];
