@@ -82,25 +82,32 @@ extern "C" __global__ void argmax_rows(const float* __restrict__ x, int cols, in
 }
 
 // ---- Sampling candidates on the device -------------------------------------------------------------------
-// logits_top_rows: per row r of x [rows, cols] (one block of TOP_THREADS a row), the need = min(m, cols) largest
-// values in rank order (value descending, then index ascending: the order the host sampler ranks in, so its
-// top-k, top-p, min-p and draw can run over need candidates instead of the whole vocabulary) and the softmax
-// denominator sum_i exp((x_i - max) * invT[r]) (float exponentials, summed in double: within ~1e-7 of the host's
-// double sum). Out per row, TOP_HEADER + 2m ints from out + r * (TOP_HEADER + 2m): [0] need, or -1 (a NaN or an
-// infinity in the row) or -2 (more than TOP_CAP values at or above the cut: the caller ranks the row itself);
-// [2, 3] the sum's bits; [TOP_HEADER ..) the ids; [TOP_HEADER + m ..) the values' bits.
+// logits_top_rows: per row r of x [rows, cols], the need = min(m, cols) largest values in rank order (value
+// descending, then index ascending: the order the host sampler ranks in, so that its top-k, top-p, min-p and draw
+// run over need candidates instead of the whole vocabulary) and the softmax denominator
+// sum_i exp((x_i - max) * invT[r]) (float exponentials, summed in double: within ~1e-7 of the host's double sum).
+// Out per row, TOP_HEADER + 2m ints from out + r * (TOP_HEADER + 2m): [0] need, or -1 (a NaN or an infinity in the
+// row); [2, 3] the sum's bits; [TOP_HEADER ..) the ids; [TOP_HEADER + m ..) the values' bits.
 //
-// The cut is found by radix selection on the values' order-preserving 32-bit keys: a histogram of the top 11
-// bits (2048 bins) picks the bin holding the need-th largest; while the values at or above that bin are more than
-// TOP_CAP, the next 11 (then 10) bits of that bin refine it. The values at or above the cut (at most TOP_CAP) are
-// gathered in shared memory (any order), sorted by (value descending, index ascending), and the first need written:
-// the result does not depend on the gather's order.
+// Grid (parts, rows), TOP_THREADS threads: block p of row r takes columns [p * chunk, (p + 1) * chunk) and writes
+// its own candidates (the min(m, its columns) largest), largest value and denominator to parts [rows, parts,
+// TOP_HEADER + 2m]; the last of the row's blocks to finish (a ticket from done [rows], zero before the launch and
+// zero again after it) selects the row's candidates among the parts' (each part's holds every row candidate of its
+// columns) and brings the denominators to the row's largest value. One block a row read a 248k vocabulary four
+// times on one SM (~45 us); a row's blocks together take a few.
+//
+// Selection (top_select, both levels): radix selection on the values' order-preserving 32-bit keys: a histogram
+// of the top 11 bits (2048 bins) picks the bin holding the need-th largest; while the values at or above that bin
+// are more than TOP_CAP, the next 11 (then 10) bits of that bin refine it. The values at or above the cut (at most
+// TOP_CAP; past that many equal values at the exact cut, those above it and the ties of lowest index) are gathered
+// in shared memory and sorted by (value descending, index ascending): the result does not depend on the gather's
+// order, nor on which block finishes last.
 #define TOP_THREADS 1024
 #define TOP_BINS 2048
 #define TOP_CAP 2048
 #define TOP_HEADER 4
 
-// the float's bits as an unsigned key in the floats' order (finite values)
+// the float's bits as an unsigned key in the floats' order (finite values; 0 is no finite value's key)
 __device__ __forceinline__ unsigned top_key(float v) {
     unsigned b = __float_as_uint(v);
     return (b & 0x80000000u) ? ~b : b | 0x80000000u;
@@ -154,111 +161,197 @@ __device__ __forceinline__ void top_count(unsigned* hist, unsigned bin, bool on)
     if (on && (threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(hist + bin, (unsigned) __popc(peers));
 }
 
-extern "C" __global__ void __launch_bounds__(TOP_THREADS) logits_top_rows(const float* __restrict__ x, int cols, int m,
-                                                                          const float* __restrict__ invT, int* out) {
-    __shared__ unsigned hist[TOP_BINS];
-    __shared__ unsigned long long cand[TOP_CAP];
-    __shared__ unsigned ws[32], sel[2], count;
-    __shared__ float sv[32];
-    __shared__ int si[32], sbad[32];
-    __shared__ double sd[32];
-    int r = blockIdx.x, tid = threadIdx.x;
-    const float* row = x + (i64) r * cols;
-    int* o = out + (i64) r * (TOP_HEADER + 2 * m);
-    unsigned need = (unsigned) min(m, cols);
+struct TopShared {
+    unsigned hist[TOP_BINS];
+    unsigned long long cand[TOP_CAP];
+    unsigned ws[32], sel[2], count;
+};
 
-    // the largest value (and whether any is not finite)
-    float mx = -INFINITY;
-    int mi = 0;
-    bool bad = false;
-    for (int i = tid; i < cols; i += TOP_THREADS) {
-        float v = __ldg(row + i);
-        bad |= !isfinite(v);
-        if (v > mx) { mx = v; mi = i; }
-    }
-    argmax_block(mx, mi, bad, sv, si, sbad);
-    if (bad) {
-        if (tid == 0) o[0] = -1;
-        return;
-    }
-
-    // the denominator and the histogram of the keys' top 11 bits
-    for (int i = tid; i < TOP_BINS; i += TOP_THREADS) hist[i] = 0u;
+// The need largest of src's n items (keys from src.key(i), 0: no item; ids from src.id(i), rising with i among equal
+// keys) sorted into sh.cand (key descending, then id ascending, as (~key << 32 | id) ascending). need <= the items
+// present. Every thread of the block calls it.
+template <class Src>
+__device__ void top_select(const Src& src, int n, unsigned need, TopShared& sh) {
+    int tid = threadIdx.x;
+    int nW = (n + 31) & ~31;   // whole warps in the counting loops (top_count is warp-wide)
+    for (int i = tid; i < TOP_BINS; i += TOP_THREADS) sh.hist[i] = 0u;
     __syncthreads();
-    float it = __ldg(invT + r);
-    double s = 0.0;
-    int colsW = (cols + 31) & ~31;   // whole warps in the counting loops (top_count is warp-wide)
-    for (int i = tid; i < colsW; i += TOP_THREADS) {
-        bool in = i < cols;
-        float v = in ? __ldg(row + i) : 0.f;
-        if (in) s += (double) expf((v - mx) * it);
-        top_count(hist, top_key(v) >> 21, in);
+    for (int i = tid; i < nW; i += TOP_THREADS) {
+        unsigned k = i < n ? src.key(i) : 0u;
+        top_count(sh.hist, k >> 21, k != 0u);
     }
-#pragma unroll
-    for (int k = 16; k > 0; k >>= 1) s += __shfl_xor_sync(0xffffffffu, s, k);
-    if ((tid & 31) == 0) sd[tid >> 5] = s;
     __syncthreads();
-    if (tid == 0) {
-        double t = 0.0;
-        for (int w = 0; w < TOP_THREADS / 32; w++) t += sd[w];
-        long long bits = __double_as_longlong(t);
-        o[2] = (int) (bits & 0xffffffffLL);
-        o[3] = (int) (bits >> 32);
-    }
-    top_select_bin(hist, 0u, need, ws, sel);
-
-    // refine while the values at or above the cut's bin are too many to gather
-    unsigned prefix = sel[0], above = sel[1], atOrAbove = sel[1] + hist[sel[0]];
+    top_select_bin(sh.hist, 0u, need, sh.ws, sh.sel);
+    // refine while the items at or above the cut's bin are too many to gather
+    unsigned prefix = sh.sel[0], above = sh.sel[1], atOrAbove = sh.sel[1] + sh.hist[sh.sel[0]];
     int shift = 21;
     while (atOrAbove > TOP_CAP && shift > 0) {
         int next = shift >= 11 ? shift - 11 : 0, width = shift - next;
         __syncthreads();
-        for (int i = tid; i < TOP_BINS; i += TOP_THREADS) hist[i] = 0u;
+        for (int i = tid; i < TOP_BINS; i += TOP_THREADS) sh.hist[i] = 0u;
         __syncthreads();
-        for (int i = tid; i < colsW; i += TOP_THREADS) {
-            unsigned k = i < cols ? top_key(__ldg(row + i)) : 0u;
-            top_count(hist, (k >> next) & ((1u << width) - 1u), i < cols && (k >> shift) == prefix);
+        for (int i = tid; i < nW; i += TOP_THREADS) {
+            unsigned k = i < n ? src.key(i) : 0u;
+            top_count(sh.hist, (k >> next) & ((1u << width) - 1u), k != 0u && (k >> shift) == prefix);
         }
         __syncthreads();
-        // bins above 2^width are empty: the selection walks them at no cost
-        top_select_bin(hist, above, need, ws, sel);
-        prefix = (prefix << width) | sel[0];
-        above = sel[1];
-        atOrAbove = sel[1] + hist[sel[0]];
+        top_select_bin(sh.hist, above, need, sh.ws, sh.sel);   // bins above 2^width are empty
+        prefix = (prefix << width) | sh.sel[0];
+        above = sh.sel[1];
+        atOrAbove = sh.sel[1] + sh.hist[sh.sel[0]];
         shift = next;
     }
-    if (atOrAbove > TOP_CAP) {   // more than TOP_CAP equal values at the cut
-        if (tid == 0) o[0] = -2;
-        return;
-    }
-
-    // gather the keys at or above the cut (value descending, then index ascending, as one ascending 64-bit key)
+    // gather the items at or above the cut; with more than TOP_CAP equal keys at an exact cut (shift 0: lo is the
+    // cut's key), the items above it and then the ties of lowest index (lowest id: both sources list equal keys in
+    // id order), tile by tile in index order
     unsigned lo = prefix << shift;
-    if (tid == 0) count = 0u;
+    bool tied = atOrAbove > TOP_CAP;
+    if (tid == 0) sh.count = 0u;
     __syncthreads();
-    for (int i = tid; i < cols; i += TOP_THREADS) {
-        unsigned k = top_key(__ldg(row + i));
-        if (k >= lo) cand[atomicAdd(&count, 1u)] = ((unsigned long long) ~k << 32) | (unsigned) i;
+    for (int i = tid; i < n; i += TOP_THREADS) {
+        unsigned k = src.key(i);
+        if (k != 0u && (tied ? k > lo : k >= lo)) sh.cand[atomicAdd(&sh.count, 1u)] = ((unsigned long long) ~k << 32) | (unsigned) src.id(i);
     }
     __syncthreads();
-    unsigned n = count, p = 1;
-    while (p < n) p <<= 1;
-    for (unsigned i = n + tid; i < p; i += TOP_THREADS) cand[i] = ~0ull;
+    if (tied) {
+        unsigned above = sh.count, needTies = need - above, base = 0;   // the same values in every thread
+        for (int t0 = 0; t0 < n && base < needTies; t0 += TOP_THREADS) {
+            int i = t0 + tid;
+            bool tie = i < n && src.key(i) == lo;
+            unsigned pos = top_scan(tie ? 1u : 0u, sh.ws);
+            if (tie && base + pos < needTies) sh.cand[above + base + pos] = ((unsigned long long) ~lo << 32) | (unsigned) src.id(i);
+            if (tid == TOP_THREADS - 1) sh.sel[0] = pos + (tie ? 1u : 0u);   // the tile's ties
+            __syncthreads();
+            base += sh.sel[0];
+            __syncthreads();
+        }
+        if (tid == 0) sh.count = need;
+        __syncthreads();
+    }
+    unsigned cnt = sh.count, p = 1;
+    while (p < cnt) p <<= 1;
+    for (unsigned i = cnt + tid; i < p; i += TOP_THREADS) sh.cand[i] = ~0ull;
     __syncthreads();
     for (unsigned k = 2; k <= p; k <<= 1) {
         for (unsigned j = k >> 1; j > 0; j >>= 1) {
             for (unsigned i = tid; i < p; i += TOP_THREADS) {
                 unsigned ij = i ^ j;
                 if (ij > i) {
-                    unsigned long long a = cand[i], b = cand[ij];
-                    if ((a > b) == ((i & k) == 0)) { cand[i] = b; cand[ij] = a; }
+                    unsigned long long a = sh.cand[i], b = sh.cand[ij];
+                    if ((a > b) == ((i & k) == 0)) { sh.cand[i] = b; sh.cand[ij] = a; }
                 }
             }
             __syncthreads();
         }
     }
+}
+
+struct TopRowSrc {   // a part's columns of a row
+    const float* row;
+    int c0;
+    __device__ unsigned key(int i) const { return top_key(__ldg(row + c0 + i)); }
+    __device__ int id(int i) const { return c0 + i; }
+};
+
+struct TopPartsSrc {   // the parts' candidates: part q's at [q * m, q * m + its count)
+    const int* parts;   // the row's first part
+    int m;
+    __device__ const int* part(int q) const { return parts + (i64) q * (TOP_HEADER + 2 * m); }
+    __device__ unsigned key(int i) const {
+        const int* pq = part(i / m);
+        int j = i % m;
+        return j < __ldcg(pq) ? (unsigned) __ldcg(pq + TOP_HEADER + m + j) : 0u;
+    }
+    __device__ int id(int i) const { return __ldcg(part(i / m) + TOP_HEADER + i % m); }
+};
+
+extern "C" __global__ void __launch_bounds__(TOP_THREADS) logits_top_rows(const float* __restrict__ x, int cols, int m, int chunk,
+                                                                          const float* __restrict__ invT, int* parts, unsigned* done, int* out) {
+    __shared__ TopShared sh;
+    __shared__ float sv[32];
+    __shared__ int si[32], sbad[32];
+    __shared__ double sd[32];
+    __shared__ unsigned ticket;
+    int p = blockIdx.x, nParts = gridDim.x, r = blockIdx.y, tid = threadIdx.x;
+    int stride = TOP_HEADER + 2 * m;
+    const float* row = x + (i64) r * cols;
+    int c0 = p * chunk, n = min(cols, c0 + chunk) - c0;
+    int* mine = parts + ((i64) r * nParts + p) * stride;
+    float it = __ldg(invT + r);
+
+    // this part: its largest value (and whether any is not finite), its denominator, its candidates
+    float mx = -INFINITY;
+    int mi = 0;
+    bool bad = false;
+    for (int i = tid; i < n; i += TOP_THREADS) {
+        float v = __ldg(row + c0 + i);
+        bad |= !isfinite(v);
+        if (v > mx) { mx = v; mi = i; }
+    }
+    argmax_block(mx, mi, bad, sv, si, sbad);
+    if (bad) {
+        if (tid == 0) mine[0] = -1;
+    } else {
+        double s = 0.0;
+        for (int i = tid; i < n; i += TOP_THREADS) s += (double) expf((__ldg(row + c0 + i) - mx) * it);
+#pragma unroll
+        for (int k = 16; k > 0; k >>= 1) s += __shfl_xor_sync(0xffffffffu, s, k);
+        if ((tid & 31) == 0) sd[tid >> 5] = s;
+        __syncthreads();
+        unsigned need = (unsigned) min(m, n);
+        top_select(TopRowSrc{row, c0}, n, need, sh);
+        if (tid == 0) {
+            double t = 0.0;
+            for (int w = 0; w < TOP_THREADS / 32; w++) t += sd[w];
+            long long bits = __double_as_longlong(t);
+            mine[0] = (int) need;
+            mine[1] = __float_as_int(mx);
+            mine[2] = (int) (bits & 0xffffffffLL);
+            mine[3] = (int) (bits >> 32);
+        }
+        for (unsigned i = tid; i < need; i += TOP_THREADS) {
+            unsigned long long c = sh.cand[i];
+            mine[TOP_HEADER + i] = (int) (unsigned) c;
+            mine[TOP_HEADER + m + i] = (int) ~(unsigned) (c >> 32);   // the key
+        }
+    }
+
+    // the last of the row's parts to finish selects among the parts' candidates
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) ticket = atomicAdd(done + r, 1u);
+    __syncthreads();
+    if (ticket != (unsigned) nParts - 1) return;
+    __threadfence();
+    const int* first = parts + (i64) r * nParts * stride;
+    int* o = out + (i64) r * stride;
+    if (tid == 0) {
+        int status = 0;
+        float M = -INFINITY;
+        for (int q = 0; q < nParts; q++) {
+            if (__ldcg(first + (i64) q * stride) < 0) status = -1;
+            else M = fmaxf(M, __int_as_float(__ldcg(first + (i64) q * stride + 1)));
+        }
+        double S = 0.0;
+        for (int q = 0; status == 0 && q < nParts; q++) {
+            const int* pq = first + (i64) q * stride;
+            double sq = __longlong_as_double(((long long) __ldcg(pq + 3) << 32) | (unsigned) __ldcg(pq + 2));
+            S += sq * exp((double) (__int_as_float(__ldcg(pq + 1)) - M) * (double) it);
+        }
+        long long bits = __double_as_longlong(S);
+        o[0] = status;
+        o[2] = (int) (bits & 0xffffffffLL);
+        o[3] = (int) (bits >> 32);
+        sh.count = (unsigned) status;   // (shared with the block below)
+        done[r] = 0u;                   // ready for the next launch
+    }
+    __syncthreads();
+    if ((int) sh.count != 0) return;    // a part not finite: so is the row
+    __syncthreads();
+    unsigned need = (unsigned) min(m, cols);
+    top_select(TopPartsSrc{first, m}, nParts * m, need, sh);
     for (unsigned i = tid; i < need; i += TOP_THREADS) {
-        unsigned long long c = cand[i];
+        unsigned long long c = sh.cand[i];
         o[TOP_HEADER + i] = (int) (unsigned) c;
         o[TOP_HEADER + m + i] = __float_as_int(top_value(~(unsigned) (c >> 32)));
     }

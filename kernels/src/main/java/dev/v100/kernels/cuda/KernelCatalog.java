@@ -100,6 +100,8 @@ public final class KernelCatalog {
     public static final int TOP_THREADS = 1024;
     public static final int TOP_MAX_CANDIDATES = 1024;
     public static final int TOP_HEADER = 4;
+    /** Columns one block of logits_top_rows ranks (8 a thread): a 128k vocabulary is 16 blocks a row. */
+    public static final int TOP_CHUNK = 8 * TOP_THREADS;
     /** Prefill attention: query rows per block; keys per tile for headDim <= 128 (half that above). */
     public static final int ATTN_PREFILL_QUERY_TILE = 32;
     public static final int ATTN_PREFILL_KEY_TILE = 64;

@@ -65,7 +65,7 @@ public final class CudaBackend implements Backend {
 
     final CudaDevice device;
     private final String name;
-    private final String argmaxScratch, argmaxParts, argmaxDone, topScratch, topTemps;   // scratch keys
+    private final String argmaxScratch, argmaxParts, argmaxDone, topScratch, topTemps, topParts, topDone;   // scratch keys
     private final List<Long> allocations = new ArrayList<>();
     private final List<CudaKvCache> caches = new ArrayList<>();
     private final Map<Rope, Long> ropeTables = new HashMap<>();
@@ -98,6 +98,8 @@ public final class CudaBackend implements Backend {
         this.argmaxDone = argmaxScratch + ":done";
         this.topScratch = "top:" + name;
         this.topTemps = topScratch + ":invT";
+        this.topParts = topScratch + ":parts";
+        this.topDone = topScratch + ":done";
         this.x16Scratch = "gemv-x16:" + name;
         this.gemm = new GemmPolicy(device);
         this.checkNonFinite = device.options.checkNonFinite();
@@ -1084,9 +1086,9 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * On the device (logits_top_rows, a block a row): each row's candidates and denominator come back, a few
-     * kilobytes instead of the row. The denominator is float exponentials summed in double (the host's is all double:
-     * within ~1e-7); the candidates are the host's exactly.
+     * On the device (logits_top_rows: blocks of a row's columns each rank their own, the last of them ranks theirs):
+     * each row's candidates and denominator come back, a few kilobytes instead of the row. The denominator is float
+     * exponentials summed in double (the host's is all double: within ~1e-7); the candidates are the host's exactly.
      */
     @Override
     public RowTop[] topRows(Buffer x, int m, double[] invT) {
@@ -1102,15 +1104,20 @@ public final class CudaBackend implements Backend {
         for (int r = 0; r < xb.rows; r++) it[r] = (float) invT[r];
         long temps = device.scratch(topTemps, 4L * xb.rows);
         device.upload(MemorySegment.ofArray(it), temps, "uploading inverse temperatures");
+        if (xb.rows > MAX_GRID_Y) throw new BackendException("topRows: " + xb + " (at most " + MAX_GRID_Y + " rows)");
         int stride = KernelCatalog.TOP_HEADER + 2 * m;
+        // blocks of TOP_CHUNK columns, each ranking its own; the last of a row's to finish ranks theirs (logits_top_rows)
+        int parts = (xb.cols + KernelCatalog.TOP_CHUNK - 1) / KernelCatalog.TOP_CHUNK;
+        long partsAt = device.scratch(topParts, 4L * stride * parts * xb.rows);
+        long done = device.scratchZeroed(topDone, 4L * xb.rows);
         long out = device.scratch(topScratch, 4L * stride * xb.rows);
-        device.launch(kTop).ptr(xb.address).i32(xb.cols).i32(m).ptr(temps).ptr(out).go(xb.rows, 1, 1, KernelCatalog.TOP_THREADS, 0);
+        device.launch(kTop).ptr(xb.address).i32(xb.cols).i32(m).i32(KernelCatalog.TOP_CHUNK).ptr(temps).ptr(partsAt).ptr(done).ptr(out)
+                .go(parts, xb.rows, 1, KernelCatalog.TOP_THREADS, 0);
         int[] got = device.downloadInts(out, stride * xb.rows);
         RowTop[] rows = new RowTop[xb.rows];
         for (int r = 0; r < xb.rows; r++) {
             int o = r * stride, n = got[o];
             if (n == -1) rows[r] = RowTop.NOT_FINITE_ROW;
-            else if (n == -2) rows[r] = RowTop.UNRANKED_ROW;
             else {
                 if (n != Math.min(m, xb.cols)) throw new BackendException("logits_top_rows returned " + n + " candidates for row " + r + " of " + xb);
                 int[] ids = java.util.Arrays.copyOfRange(got, o + KernelCatalog.TOP_HEADER, o + KernelCatalog.TOP_HEADER + n);

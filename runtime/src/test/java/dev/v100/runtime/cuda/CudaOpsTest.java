@@ -260,9 +260,8 @@ class CudaOpsTest {
 
     /**
      * logits_top_rows against the host's RowTop.of: the same candidates bit for bit (spread rows, rows crowded with
-     * equal values, rows shorter than m, rows whose cut needs one, two or three histogram passes), the denominator
-     * within 1e-6, non-finite rows flagged, and a row with more equal values at its cut than the block gathers left
-     * to the host (UNRANKED).
+     * equal values, also more of them at the cut than a block gathers, rows shorter than m, rows whose cut needs one,
+     * two or three histogram passes, one block a row and many), the denominator within 1e-6, non-finite rows flagged.
      */
     @Test
     void topCandidatesAreTheHostsAndFlagRowsItCannotRank() {
@@ -277,7 +276,7 @@ class CudaOpsTest {
                         v[cols + i] = (float) Math.floor(4 * rnd.nextDouble());        // row 1: four values, all tied
                         v[2 * cols + i] = 2.5f + (float) (1e-3 * rnd.nextGaussian());  // row 2: crowded near one value
                         v[3 * cols + i] = (float) rnd.nextGaussian();                  // row 3: a NaN below
-                        v[4 * cols + i] = -1f;                                         // row 4: a plateau under a few peaks
+                        v[4 * cols + i] = i < cols / 2 ? -1f : -2f;                    // row 4: plateaus under a few peaks
                         v[5 * cols + i] = (float) (0.01 * rnd.nextGaussian());         // row 5: an infinity below
                     }
                     v[3 * cols + cols / 2] = Float.NaN;
@@ -289,12 +288,6 @@ class CudaOpsTest {
                     for (int r = 0; r < rows; r++) {
                         String what = "row " + r + " of " + cols + ", m " + m;
                         RowTop want = RowTop.of(v, r * cols, cols, m, invT[r]);
-                        // the device gathers at most TOP_CAP values at the cut: more equal ones than that are the host's to rank
-                        long atCut = want.ranked() ? countAtLeast(v, r * cols, cols, want.values()[want.values().length - 1]) : 0;
-                        if (want.ranked() && atCut > 2048) {
-                            assertEquals(RowTop.Status.UNRANKED, got[r].status(), what + ": " + atCut + " values at or above the cut");
-                            continue;
-                        }
                         assertEquals(want.status(), got[r].status(), what);
                         if (!want.ranked()) continue;
                         org.junit.jupiter.api.Assertions.assertArrayEquals(want.ids(), got[r].ids(), what);
@@ -305,12 +298,6 @@ class CudaOpsTest {
             }
             assertThrows(BackendException.class, () -> b.topRows(upload(b, "l", new float[8], 2, 4), 1025, new double[] {1, 1}));
         }
-    }
-
-    private static long countAtLeast(float[] v, int off, int cols, float cut) {
-        long n = 0;
-        for (int i = 0; i < cols; i++) if (v[off + i] >= cut) n++;
-        return n;
     }
 
     @Test
