@@ -12,8 +12,8 @@ import java.util.List;
  * exp((l_i - max) * invT), max = {@code values[0]}. A decode step's sampled pick then needs a few kilobytes
  * back instead of the vocabulary's logits, and the host ranks a few hundred candidates instead of the vocabulary.
  *
- * <p>{@link Status#NOT_FINITE}: the row holds a NaN or an infinity. {@link Status#UNRANKED}: the candidates were
- * not found (more equal values at the cut than the device gathers): the caller reads the row.
+ * <p>{@link Status#NOT_FINITE}: the row holds a NaN or an infinity. {@link Status#UNRANKED}: no candidates were
+ * ranked (a decode batch whose other rows need their logits on the host anyway): the sampler reads the row.
  */
 public record RowTop(Status status, int[] ids, float[] values, double expSum) {
     public enum Status { RANKED, NOT_FINITE, UNRANKED }

@@ -141,7 +141,7 @@ public final class Sampler {
 
     /** Candidates a draw without top-k gets: a peaked row's top-p and draw end within them; a flat row reads the row. */
     public static final int DEFAULT_CANDIDATES = 256;
-    /** A top-k above this ranks the whole row on the host (the device gathers at most 2048 values at its cut). */
+    /** A top-k above this ranks the whole row on the host (logits_top_rows ranks at most 1024 candidates a row). */
     public static final int MAX_CANDIDATES = 1024;
 
     /** 1 / temperature: the scale of {@link RowTop#expSum} this sampler's rows need. */
