@@ -85,7 +85,8 @@ extern "C" __global__ void argmax_rows(const float* __restrict__ x, int cols, in
 // logits_top_rows: per row r of x [rows, cols], the need = min(m, cols) largest values in rank order (value
 // descending, then index ascending: the order the host sampler ranks in, so that its top-k, top-p, min-p and draw
 // run over need candidates instead of the whole vocabulary) and the softmax denominator
-// sum_i exp((x_i - max) * invT[r]) (float exponentials, summed in double: within ~1e-7 of the host's double sum).
+// sum_i exp(x_i * invT[r] - max * invT[r]), in double as the host sampler computes it (only the order of the sum
+// differs: ~1e-15).
 // Out per row, TOP_HEADER + 2m ints from out + r * (TOP_HEADER + 2m): [0] need, or -1 (a NaN or an infinity in the
 // row); [2, 3] the sum's bits; [TOP_HEADER ..) the ids; [TOP_HEADER + m ..) the values' bits.
 //
@@ -266,7 +267,7 @@ struct TopPartsSrc {   // the parts' candidates: part q's at [q * m, q * m + its
 };
 
 extern "C" __global__ void __launch_bounds__(TOP_THREADS) logits_top_rows(const float* __restrict__ x, int cols, int m, int chunk,
-                                                                          const float* __restrict__ invT, int* parts, unsigned* done, int* out) {
+                                                                          const double* __restrict__ invT, int* parts, unsigned* done, int* out) {
     __shared__ TopShared sh;
     __shared__ float sv[32];
     __shared__ int si[32], sbad[32];
@@ -277,7 +278,7 @@ extern "C" __global__ void __launch_bounds__(TOP_THREADS) logits_top_rows(const 
     const float* row = x + (i64) r * cols;
     int c0 = p * chunk, n = min(cols, c0 + chunk) - c0;
     int* mine = parts + ((i64) r * nParts + p) * stride;
-    float it = __ldg(invT + r);
+    double it = __ldg(invT + r);
 
     // this part: its largest value (and whether any is not finite), its denominator, its candidates
     float mx = -INFINITY;
@@ -292,8 +293,8 @@ extern "C" __global__ void __launch_bounds__(TOP_THREADS) logits_top_rows(const 
     if (bad) {
         if (tid == 0) mine[0] = -1;
     } else {
-        double s = 0.0;
-        for (int i = tid; i < n; i += TOP_THREADS) s += (double) expf((__ldg(row + c0 + i) - mx) * it);
+        double s = 0.0, mxs = (double) mx * it;
+        for (int i = tid; i < n; i += TOP_THREADS) s += exp((double) __ldg(row + c0 + i) * it - mxs);
 #pragma unroll
         for (int k = 16; k > 0; k >>= 1) s += __shfl_xor_sync(0xffffffffu, s, k);
         if ((tid & 31) == 0) sd[tid >> 5] = s;
@@ -336,7 +337,7 @@ extern "C" __global__ void __launch_bounds__(TOP_THREADS) logits_top_rows(const 
         for (int q = 0; status == 0 && q < nParts; q++) {
             const int* pq = first + (i64) q * stride;
             double sq = __longlong_as_double(((long long) __ldcg(pq + 3) << 32) | (unsigned) __ldcg(pq + 2));
-            S += sq * exp((double) (__int_as_float(__ldcg(pq + 1)) - M) * (double) it);
+            S += sq * exp((double) __int_as_float(__ldcg(pq + 1)) * it - (double) M * it);
         }
         long long bits = __double_as_longlong(S);
         o[0] = status;

@@ -53,6 +53,17 @@ public record RowTop(Status status, int[] ids, float[] values, double expSum) {
         return new RowTop(Status.RANKED, ids, values, sum);
     }
 
+    /**
+     * The greedy pick among the candidates: the lowest id of those equal to the largest (+0 and -0 are equal here, as
+     * for {@link Backend#argmaxRows}; the rank order puts +0 first).
+     */
+    public int greedyId() {
+        if (!ranked()) throw new IllegalStateException("no candidates: " + this);
+        int best = ids[0];
+        for (int i = 1; i < ids.length && values[i] == values[0]; i++) best = Math.min(best, ids[i]);
+        return best;
+    }
+
     /** This row with every id raised by {@code first} (a rank's vocabulary slice in the whole vocabulary). */
     public RowTop offset(int first) {
         if (first == 0 || !ranked()) return this;

@@ -1087,8 +1087,8 @@ public final class CudaBackend implements Backend {
 
     /**
      * On the device (logits_top_rows: blocks of a row's columns each rank their own, the last of them ranks theirs):
-     * each row's candidates and denominator come back, a few kilobytes instead of the row. The denominator is float
-     * exponentials summed in double (the host's is all double: within ~1e-7); the candidates are the host's exactly.
+     * each row's candidates and denominator come back, a few kilobytes instead of the row. The candidates are the
+     * host's exactly; the denominator is computed in double as the host's, summed in another order (~1e-15).
      */
     @Override
     public RowTop[] topRows(Buffer x, int m, double[] invT) {
@@ -1100,10 +1100,8 @@ public final class CudaBackend implements Backend {
         device.bind();
         if (xb.rows == 0) return new RowTop[0];
         if (xb.cols == 0) throw new BackendException("topRows: " + xb + " (a row of at least one column)");
-        float[] it = new float[xb.rows];
-        for (int r = 0; r < xb.rows; r++) it[r] = (float) invT[r];
-        long temps = device.scratch(topTemps, 4L * xb.rows);
-        device.upload(MemorySegment.ofArray(it), temps, "uploading inverse temperatures");
+        long temps = device.scratch(topTemps, 8L * xb.rows);
+        device.upload(MemorySegment.ofArray(invT.clone()), temps, "uploading inverse temperatures");
         if (xb.rows > MAX_GRID_Y) throw new BackendException("topRows: " + xb + " (at most " + MAX_GRID_Y + " rows)");
         int stride = KernelCatalog.TOP_HEADER + 2 * m;
         // blocks of TOP_CHUNK columns, each ranking its own; the last of a row's to finish ranks theirs (logits_top_rows)

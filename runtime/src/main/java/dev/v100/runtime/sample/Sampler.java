@@ -168,10 +168,10 @@ public final class Sampler {
         for (int i = 0; i < avail; i++) pr[i] = Math.exp((double) top.values()[i] * invT - max);
         int size = p.topK() > 0 ? Math.min(p.topK(), vocab) : vocab;
         double sum = 0;
-        if (size <= avail) {
+        if (size == vocab) {
+            sum = top.expSum();   // every token a candidate: the row's sum (sample(float[]) sums them in id order)
+        } else if (size <= avail) {
             for (int i = 0; i < size; i++) sum += pr[i];   // in rank order, as sample(float[]) sums a top-k cut
-        } else if (size == vocab) {
-            sum = top.expSum();
         } else {
             return fromRow(row);   // a top-k beyond the candidates
         }
@@ -200,6 +200,11 @@ public final class Sampler {
         if (keep < vocab) {
             if (keep > avail) return fromRow(row);
             for (int i = 0; i < keep; i++) total += pr[i];
+        } else if (avail == vocab) {
+            // every token kept and a candidate: in id order, as sample(float[]) sums them
+            double[] byId = new double[vocab];
+            for (int i = 0; i < avail; i++) byId[ids[i]] = pr[i];
+            for (double v : byId) total += v;
         } else {
             total = 1;   // every token kept: sample(float[]) sums every probability (1 up to its last bits)
         }
@@ -216,12 +221,13 @@ public final class Sampler {
     }
 
     private int fromRow(Supplier<float[]> row) {
-        float[] l = row.get();
-        if (Logits.argmaxFinite(l) < 0) {
-            pendingDraw = Double.NaN;
-            return RowMax.NOT_FINITE;
+        try {
+            float[] l = row.get();
+            if (Logits.argmaxFinite(l) < 0) return RowMax.NOT_FINITE;
+            return sample(l);
+        } finally {
+            pendingDraw = Double.NaN;   // used by this draw or by none: never by the next one
         }
-        return sample(l);
     }
 
     /** The next uniform draw in [0, 1): the one a candidate walk drew and left to the row's walk, else a new one. */

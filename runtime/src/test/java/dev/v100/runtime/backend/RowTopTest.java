@@ -59,6 +59,15 @@ class RowTopTest {
         assertEquals(whole.expSum(), merged.expSum(), 1e-12 * whole.expSum());
     }
 
+    @org.junit.jupiter.api.Test
+    void theGreedyPickTreatsBothZerosAsEqual() {
+        float[] v = {-1f, -0f, 0f, -0f, -3f};
+        RowTop t = RowTop.of(v, 0, v.length, 3, 1);
+        assertArrayEquals(new int[] {2, 1, 3}, t.ids(), "rank order: +0 first, then -0 by id");
+        assertEquals(1, t.greedyId(), "the lowest id among the largest (as argmaxRows picks)");
+        assertEquals(dev.v100.runtime.sample.Logits.argmaxFinite(v), t.greedyId());
+    }
+
     @Property(tries = 50)
     void aNonFiniteSliceMakesTheRowNotFinite(@ForAll @IntRange(min = 0, max = 2) int bad) {
         float[] v = {1, 2, 3, 4, 5, 6};

@@ -276,6 +276,21 @@ class SamplerTest {
     }
 
     @Test
+    void aRowThatFailsToComeLeavesNoDrawBehind() {
+        float[] l = new float[20000];
+        java.util.SplittableRandom r = new java.util.SplittableRandom(4);
+        for (int i = 0; i < l.length; i++) l[i] = (float) r.nextGaussian();
+        SamplingParams p = params(4, 0, 1, 0, 21);   // flat, every token kept: the walk goes past the candidates
+        Sampler s = new Sampler(p, l.length, new int[0]), ref = new Sampler(p, l.length, new int[0]);
+        RowTop cand = top(l, s.candidates(), 4);
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, () -> s.sample(cand, () -> {
+            throw new IllegalStateException("the device failed");
+        }));
+        ref.sample(l);   // one draw spent, as the failed one spent it
+        for (int i = 0; i < 4; i++) assertEquals(ref.sample(l), s.sample(l), "draw " + i + " after the failure");
+    }
+
+    @Test
     void candidatesOfANonFiniteRowAreNoPick() {
         Sampler s = new Sampler(params(0.8, 0, 1, 0, 1), VOCAB, new int[0]);
         assertEquals(RowMax.NOT_FINITE, s.sample(RowTop.NOT_FINITE_ROW, () -> { throw new AssertionError("not read"); }));
