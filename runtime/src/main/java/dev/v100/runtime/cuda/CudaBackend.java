@@ -69,6 +69,8 @@ public final class CudaBackend implements Backend {
     private final List<Long> allocations = new ArrayList<>();
     private final List<CudaKvCache> caches = new ArrayList<>();
     private final Map<Rope, Long> ropeTables = new HashMap<>();
+    private Rope lastRope;        // ropeFrequencies' last answer
+    private long lastRopeTable;
     final GemmPolicy gemm;
     private final boolean checkNonFinite;
     private long rankBase;          // the rank file on the device
@@ -425,7 +427,7 @@ public final class CudaBackend implements Backend {
         } else {
             gemm.run(wt, n, () -> gemmKernel(xg, wt, ob), () -> gemmCublas(xg, wt, ob));
         }
-        checked("matmul " + wt.name, ob);
+        if (checkNonFinite) checked("matmul " + wt.name, ob);   // (no name built per decode op otherwise)
     }
 
     /** The decode matmul: the fast GEMV where the weight and x allow it (and the type does not prefer the twin), else the reference twin. */
@@ -523,7 +525,7 @@ public final class CudaBackend implements Backend {
         device.bind();
         note(wt);
         gemvX16(xb, wt, ab, ab.address, scale);
-        checked("matmulAdd " + wt.name, ab);
+        if (checkNonFinite) checked("matmulAdd " + wt.name, ab);
     }
 
     /**
@@ -535,6 +537,16 @@ public final class CudaBackend implements Backend {
     public void matmulEach(Buffer x, List<Weight> ws, List<Buffer> outs) {
         if (ws.size() != outs.size()) throw new BackendException("matmulEach: " + ws.size() + " weights for " + outs.size() + " outputs");
         CudaBuffer xb = buf(x);
+        if (oneMultiLaunch(xb, ws, outs)) {   // the decode step's case (q, k, v; gate, up), without the grouping below
+            List<CudaWeight> w = new ArrayList<>(ws.size());
+            List<CudaBuffer> o = new ArrayList<>(ws.size());
+            for (int i = 0; i < ws.size(); i++) {
+                w.add(w(ws.get(i)));
+                o.add(buf(outs.get(i)));
+            }
+            gemvMulti(xb, w, o);
+            return;
+        }
         // the parts an x16 GEMV takes, by kernel type (one launch per type of two or more); the rest one matmul each, first
         Map<String, List<Integer>> byType = new LinkedHashMap<>();
         for (int i = 0; i < ws.size(); i++) {
@@ -565,6 +577,18 @@ public final class CudaBackend implements Backend {
         }
     }
 
+    /** Whether every part of matmulEach goes to one gemv_x16_*_multi launch: 2..GEMV_MULTI_MAX_PARTS x16 parts of one type. */
+    private boolean oneMultiLaunch(CudaBuffer xb, List<Weight> ws, List<Buffer> outs) {
+        if (ws.size() < 2 || ws.size() > KernelCatalog.GEMV_MULTI_MAX_PARTS) return false;
+        String type = null;
+        for (int i = 0; i < ws.size(); i++) {
+            CudaWeight wi = w(ws.get(i));
+            if (!x16Takes(xb, wi, buf(outs.get(i))) || (type != null && !type.equals(wi.kernelSuffix))) return false;
+            type = wi.kernelSuffix;
+        }
+        return true;
+    }
+
     /** One gemv_x16_*_multi (or gemv8_) launch: outs[i] = x ws[i]^T for weights of one x16 type (2..GEMV_MULTI_MAX_PARTS). */
     private void gemvMulti(CudaBuffer xb, List<CudaWeight> w, List<CudaBuffer> o) {
         device.bind();
@@ -578,7 +602,7 @@ public final class CudaBackend implements Backend {
         device.launch(xb.rows == 1 ? k.gemvMulti() : k.gemv8Multi()).ptr(table).i32(w.size()).i32(xb.cols).ptr(q).i32(xb.rows)
                 .go(blocks, 1, 1, KernelCatalog.GEMV_X16_THREADS, 0);
         x16Read(xb, q, o);
-        for (int i = 0; i < o.size(); i++) checked("matmul " + w.get(i).name, o.get(i));
+        for (int i = 0; checkNonFinite && i < o.size(); i++) checked("matmul " + w.get(i).name, o.get(i));
     }
 
     /** Device tables of gemv_x16_*_multi parts (GemvPart in gemv.cu), one per set of weights and outputs. */
@@ -735,7 +759,7 @@ public final class CudaBackend implements Backend {
         long n = xb.elems();
         if (n == 0) return;
         device.launch(kAddBias).ptr(xb.address).ptr(b.vector).i32(xb.cols).i64(n).go(blocks(n), 1, 1, EW, 0);
-        checked("addBias " + b.name, xb);
+        if (checkNonFinite) checked("addBias " + b.name, xb);
     }
 
     @Override
@@ -853,7 +877,7 @@ public final class CudaBackend implements Backend {
         if (n == 0) return;
         device.bind();
         int heads = qb.cols / c.headDim, hd = c.headDim;
-        c.ensure(startPos + n, name + " layer " + lastLayer);
+        c.ensure(startPos + n, this::layerName);
         long pool = c.poolBase(), stride = c.pageStrideElems();
         long partO = 0, partML = 0, done = 0, x16 = 0;
         int splits = 0;
@@ -891,8 +915,14 @@ public final class CudaBackend implements Backend {
         checked("attention", ob);
     }
 
+    /** "cuda:0 layer 7": who takes a KV page (named only when one is taken). */
+    private String layerName() {
+        return name + " layer " + lastLayer;
+    }
+
     /** The rope's inverse frequencies on the device (uploaded at first use). */
     private long ropeFrequencies(Rope rope) {
+        if (rope == lastRope) return lastRopeTable;   // a model passes its one Rope every layer (hashing it hashes its table)
         Long freqs = ropeTables.get(rope);
         if (freqs == null) {
             float[] f = rope.invFreqShared();
@@ -902,6 +932,8 @@ public final class CudaBackend implements Backend {
             ropeTables.put(rope, a);
             freqs = a;
         }
+        lastRope = rope;
+        lastRopeTable = freqs;
         return freqs;
     }
 
@@ -1007,7 +1039,7 @@ public final class CudaBackend implements Backend {
         if (n == 0) return true;
         device.bind();
         int heads = qb.cols / hd;
-        for (int i = 0; i < n; i++) cs[i].ensure(positions[i] + 1, name + " layer " + lastLayer);
+        for (int i = 0; i < n; i++) cs[i].ensure(positions[i] + 1, this::layerName);
         long pool = c0.poolBase(), stride = c0.pageStrideElems();
         for (CudaKvCache c : cs) {
             if (c.poolBase() != pool || c.pageStrideElems() != stride) throw new BackendException("attentionRows: caches of one batch in different page pools");
@@ -1514,7 +1546,7 @@ public final class CudaBackend implements Backend {
                 else expertGemvRef(xi, w, r, ps, os.get(i));
             }
         }
-        for (int i = 0; i < ws.size(); i++) checked("expertMatmul " + ws.get(i).name, os.get(i));
+        for (int i = 0; checkNonFinite && i < ws.size(); i++) checked("expertMatmul " + ws.get(i).name, os.get(i));
     }
 
     /** Device tables of expert_gemv_x16_* parts (GemvPart, rows = rows per expert), one per set of stacks and outputs. */

@@ -98,7 +98,12 @@ public final class CudaBench {
             int decodeStart = pos;
             long[] c0 = d.launchCounters();
             long d0 = System.nanoTime();
+            StackSampler stacks = Boolean.getBoolean("v100.bench.stacks") ? new StackSampler(Thread.currentThread(), 50) : null;
             for (int i = 0; i < steps; i++) next = greedy(m, next, pos++);
+            if (stacks != null) {
+                stacks.close();
+                stacks.print(out, 25);
+            }
             double decodeS = (System.nanoTime() - d0) / 1e9;
             long[] c1 = d.launchCounters();
             double stepsPerS = steps / decodeS;

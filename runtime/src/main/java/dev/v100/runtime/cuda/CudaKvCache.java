@@ -38,12 +38,12 @@ final class CudaKvCache implements KvCache, AutoCloseable {
     }
 
     /** Makes positions [0, endPos) backed by pages (taking new ones from the pool in order; the table entries reach the device before the next launches). */
-    void ensure(int endPos, String who) {
+    void ensure(int endPos, java.util.function.Supplier<String> who) {
         int need = (endPos + PAGE - 1) / PAGE;
-        if (need <= mapped) return;
+        if (need <= mapped) return;   // (the name is built only when a page is taken: not every decode step)
         KvPagePool pool = owner.device.kvPool(pageBytes);
         while (mapped < need) {
-            int p = pool.take(who);
+            int p = pool.take(who.get());
             pages[mapped] = p;
             owner.device.queue.tableWrite(table + 4L * mapped, p);
             mapped++;

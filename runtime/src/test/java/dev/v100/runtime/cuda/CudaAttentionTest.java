@@ -186,7 +186,7 @@ class CudaAttentionTest {
                     }
                     b.ropePair(parts[0], parts[1], hd, rope, pos);
                     b.attention(parts[0], parts[1], parts[2], partsCache, pos, scale, parts[3]);
-                    ((CudaKvCache) fusedCache).ensure(pos + n, "test");   // its pages too
+                    ((CudaKvCache) fusedCache).ensure(pos + n, () -> "test");   // its pages too
                     long before = b.device.issued();
                     b.normRopeAttention(fused[0], fused[1], fused[2], qn, kn, eps, hd, rope, fusedCache, pos, scale, fused[3]);
                     if (n <= 4) assertEquals(2, b.device.issued() - before, what + ": qk_prep + attn_decode");
