@@ -50,13 +50,13 @@ public final class GenerateLoop {
         TextStream detok = textStreams.get();
         FinishReason finish = null;
         String error = null;
-        // greedy without penalties: the model picks the token where the logits are (no logits come back); sampling
-        // without penalties: the sampler draws from candidates found there (a few kilobytes come back); penalties: the
-        // logits come back
-        boolean greedy = sampler.plainGreedy(), sampled = sampler.candidates() > 0, picks = greedy || sampled;
+        // greedy without penalties: the model picks the token where the logits are (no logits come back); sampling, and
+        // penalties that only lower logits with a top-k (or greedy): the sampler draws from candidates found there (a few
+        // kilobytes come back; decided step by step, as the penalized tokens grow); other penalties: the logits come back
+        boolean greedy = sampler.plainGreedy(), picks = greedy || sampler.candidates() > 0;
         try (DecodeBatcher.Sequence seq = batcher.open()) {
             float[] logits = picks ? null : seq.prefill(prompt);
-            int picked = greedy ? seq.prefillGreedy(prompt) : sampled ? seq.prefillSampled(prompt, sampler) : 0;
+            int picked = greedy ? seq.prefillGreedy(prompt) : picks ? seq.prefillSampled(prompt, sampler) : 0;
             int pos = prompt.length;
             while (finish == null) {
                 if (cancel.isCancelled()) {
@@ -96,8 +96,9 @@ public final class GenerateLoop {
                     break;
                 }
                 if (finish != null) break;
+                picks = greedy || sampler.candidates() > 0;
                 if (greedy) picked = seq.decodeGreedy(tok, pos);
-                else if (sampled) picked = seq.decodeSampled(tok, pos, sampler);
+                else if (picks) picked = seq.decodeSampled(tok, pos, sampler);
                 else logits = seq.decode(tok, pos);
                 pos++;
             }

@@ -31,6 +31,7 @@ public final class Sampler {
     private double[] work, exps;
     private long[] keys;
     private double pendingDraw = Double.NaN;   // see draw()
+    private int seenCount, generatedDistinct;   // tokens with seen[] set; with generatedCount[] > 0
 
     public Sampler(SamplingParams p, int vocab, int[] promptTokens) {
         if (p.topP() <= 0 || p.topP() > 1) throw new IllegalArgumentException("top_p " + p.topP() + " outside (0, 1]");
@@ -42,7 +43,12 @@ public final class Sampler {
         this.random = new SplittableRandom(p.seed());
         this.generatedCount = new int[vocab];
         this.seen = new boolean[vocab];
-        for (int t : promptTokens) if (t >= 0 && t < vocab) seen[t] = true;
+        for (int t : promptTokens) {
+            if (t >= 0 && t < vocab && !seen[t]) {
+                seen[t] = true;
+                seenCount++;
+            }
+        }
     }
 
     /**
@@ -60,8 +66,21 @@ public final class Sampler {
 
     /** Records a generated token (for the penalties of later steps). */
     public void accept(int token) {
-        generatedCount[token]++;
-        seen[token] = true;
+        if (generatedCount[token]++ == 0) generatedDistinct++;
+        if (!seen[token]) {
+            seen[token] = true;
+            seenCount++;
+        }
+    }
+
+    /** Whether every penalty can only lower a logit (repetition >= 1, presence and frequency >= 0): the usual ones. */
+    private boolean penaltiesOnlyLower() {
+        return p.repetitionPenalty() >= 1 && p.presencePenalty() >= 0 && p.frequencyPenalty() >= 0;
+    }
+
+    /** Tokens whose logit a penalty changes now: the seen ones (repetition), else the generated ones (presence, frequency). */
+    private int penalized() {
+        return p.repetitionPenalty() != 1 ? seenCount : generatedDistinct;
     }
 
     /** The next token for logits [vocab] (not modified); call {@link #accept} with the token used. */
@@ -135,8 +154,16 @@ public final class Sampler {
      * (penalties change logits on the host) or are plain greedy ({@link #plainGreedy}: the argmax).
      */
     public int candidates() {
-        if (p.isGreedy() || anyPenalty()) return 0;
-        return Math.min(vocab, p.topK() > 0 ? Math.min(p.topK(), MAX_CANDIDATES) : DEFAULT_CANDIDATES);
+        if (!anyPenalty()) {
+            if (p.isGreedy()) return 0;
+            return Math.min(vocab, p.topK() > 0 ? Math.min(p.topK(), MAX_CANDIDATES) : DEFAULT_CANDIDATES);
+        }
+        // penalties that only lower logits, greedy or with a top-k: the k (1 greedy) best after the penalties are among
+        // the k + (tokens penalized) best before them (at least k of those are not penalized, and every other token's
+        // penalized value ranks after those); without a top-k the denominator would need every penalized token's logit
+        if (!penaltiesOnlyLower() || (!p.isGreedy() && p.topK() == 0)) return 0;
+        long m = (p.isGreedy() ? 1 : Math.min(p.topK(), vocab)) + (long) penalized();
+        return m > MAX_CANDIDATES ? 0 : (int) Math.min(m, vocab);
     }
 
     /** Candidates a draw without top-k gets: a peaked row's top-p and draw end within them; a flat row reads the row. */
@@ -157,19 +184,74 @@ public final class Sampler {
      * {@link RowMax#NOT_FINITE} for a row with a NaN or an infinity.
      */
     public int sample(RowTop top, Supplier<float[]> row) {
-        if (candidates() == 0) throw new IllegalStateException("greedy picks and penalties need the whole row, not candidates");
+        if (candidates() == 0) throw new IllegalStateException("plain greedy picks, penalties that may raise a logit, and penalties without a "
+                + "top-k need the whole row, not candidates");
         if (top.status() == RowTop.Status.NOT_FINITE) return RowMax.NOT_FINITE;
         if (!top.ranked()) return fromRow(row);
+        if (anyPenalty()) return samplePenalized(top, row);
+        double[] l = new double[top.ids().length];
+        for (int i = 0; i < l.length; i++) l[i] = top.values()[i];
+        return sampleCandidates(top.ids(), l, top.expSum(), row);
+    }
+
+    /**
+     * sample(float[]) with penalties (that only lower logits; greedy, or with a top-k) from the candidates: each
+     * candidate penalized as applyPenalties would, ranked again as Ranked ranks the row, then the first k drawn from.
+     */
+    private int samplePenalized(RowTop top, Supplier<float[]> row) {
         int[] ids = top.ids();
+        int n = ids.length, k = p.isGreedy() ? 1 : Math.min(p.topK(), vocab);
+        if (n < Math.min(vocab, (long) k + penalized())) return fromRow(row);   // fewer candidates than the penalties need
+        double[] l = new double[n];
+        for (int i = 0; i < n; i++) l[i] = penalize(top.values()[i], ids[i]);
+        if (p.isGreedy()) {   // argmax(l) over the row: the largest, the lowest id among equals
+            int best = 0;
+            for (int i = 1; i < n; i++) if (l[i] > l[best] || (l[i] == l[best] && ids[i] < ids[best])) best = i;
+            return ids[best];
+        }
+        long[] keys = new long[n];
+        java.util.Map<Integer, Integer> at = new java.util.HashMap<>(2 * n);
+        for (int i = 0; i < n; i++) {
+            keys[i] = Logits.rankKey((float) l[i], ids[i]);
+            at.put(ids[i], i);
+        }
+        java.util.Arrays.sort(keys);
+        int[] kIds = new int[k];
+        double[] kl = new double[k];
+        for (int i = 0; i < k; i++) {
+            kIds[i] = (int) keys[i];
+            kl[i] = l[at.get(kIds[i])];
+        }
+        return sampleCandidates(kIds, kl, Double.NaN, row);
+    }
+
+    /** A logit after the penalties, as applyPenalties computes it for token id. */
+    private double penalize(float logit, int id) {
+        double l = logit;
+        if (!seen[id]) return l;
+        double rep = p.repetitionPenalty();
+        if (rep != 1) l = l > 0 ? l / rep : l * rep;
+        int c = generatedCount[id];
+        if (c > 0) l -= p.presencePenalty() + p.frequencyPenalty() * c;
+        return l;
+    }
+
+    /**
+     * The draw from candidates ids in rank order with their logits l (before the temperature; after any penalty) and,
+     * when every token can be kept, the row's denominator expSum.
+     */
+    private int sampleCandidates(int[] ids, double[] lv, double expSum, Supplier<float[]> row) {
         int avail = ids.length;
         double invT = 1 / p.temperature();
         double[] pr = new double[avail];   // the candidates' exp(l - max), then their probabilities
-        double max = (double) top.values()[0] * invT;
-        for (int i = 0; i < avail; i++) pr[i] = Math.exp((double) top.values()[i] * invT - max);
+        double max = lv[0] * invT;
+        for (int i = 0; i < avail; i++) pr[i] = Math.exp(lv[i] * invT - max);
         int size = p.topK() > 0 ? Math.min(p.topK(), vocab) : vocab;
         double sum = 0;
-        if (size == vocab) {
-            sum = top.expSum();   // every token a candidate: the row's sum (sample(float[]) sums them in id order)
+        if (size == vocab) {   // every token a candidate: the row's sum, which sample(float[]) sums in id order
+            if (!Double.isNaN(expSum)) sum = expSum;
+            else if (avail == vocab) sum = inIdOrder(ids, pr);
+            else return fromRow(row);
         } else if (size <= avail) {
             for (int i = 0; i < size; i++) sum += pr[i];   // in rank order, as sample(float[]) sums a top-k cut
         } else {
@@ -201,10 +283,7 @@ public final class Sampler {
             if (keep > avail) return fromRow(row);
             for (int i = 0; i < keep; i++) total += pr[i];
         } else if (avail == vocab) {
-            // every token kept and a candidate: in id order, as sample(float[]) sums them
-            double[] byId = new double[vocab];
-            for (int i = 0; i < avail; i++) byId[ids[i]] = pr[i];
-            for (double v : byId) total += v;
+            total = inIdOrder(ids, pr);   // every token kept and a candidate: as sample(float[]) sums them
         } else {
             total = 1;   // every token kept: sample(float[]) sums every probability (1 up to its last bits)
         }
@@ -218,6 +297,15 @@ public final class Sampler {
         if (keep <= avail) return last;   // u past the walk's sum: only by rounding
         pendingDraw = u01;                // the draw continues past the candidates: the row's walk, the same draw
         return fromRow(row);
+    }
+
+    /** The sum of v (one value a candidate, candidates ids: every token) in id order. */
+    private double inIdOrder(int[] ids, double[] v) {
+        double[] byId = new double[vocab];
+        for (int i = 0; i < ids.length; i++) byId[ids[i]] = v[i];
+        double sum = 0;
+        for (double x : byId) sum += x;
+        return sum;
     }
 
     private int fromRow(Supplier<float[]> row) {

@@ -48,16 +48,18 @@ class DecodeBatcherTest {
      * Mode 0: greedy sequences (a batch of only greedy steps has its picks made where the logits are). Mode 1:
      * sequences 1 and 3 seeded sampling (from candidates found where the logits are): batches mix both. Mode 2: as 1,
      * and sequence 3 with a repetition penalty (its logits come back: the batch's logits all do, and the greedy and
-     * sampled rows pick from them on the host).
+     * sampled rows pick from them on the host). Mode 3: sequences 1 and 3 sampled with a top-k and penalties that only
+     * lower logits (from candidates, penalized on the host).
      */
     static GenerationRequest req(int i, int mode) {
         SamplingParams p = mode == 0 || i % 2 == 0 ? SamplingParams.greedy()
+                : mode == 3 ? new SamplingParams(0.9, 8, 0.95, 0, 1.2, 0.3, 0.1, 100 + i)
                 : new SamplingParams(0.9, 0, 1, 0, mode == 2 && i == 3 ? 1.2 : 1, 0, 0, 100 + i);
         return new GenerationRequest(PROMPTS[i], p, MAX_TOKENS, List.of(), Set.of(), true);
     }
 
     @ParameterizedTest(name = "mode {0}")
-    @ValueSource(ints = {0, 1, 2})
+    @ValueSource(ints = {0, 1, 2, 3})
     void concurrentGenerationsBatchAndEachGetsWhatItGetsAlone(int mixed) throws Exception {
         TestBundles.Spec s = TestBundles.Spec.llama(GgmlType.Q8_0).withShape(97, 64, 2, 128, 4, 2, 16);
         Path b = TestBundles.write(tmp.resolve("m" + mixed), s, TestBundles.randomWeights(s, 3), 1, 1);

@@ -95,15 +95,18 @@ class GenerateLoopTest {
     }
 
     /**
-     * A sampled request draws from candidates found where the logits are (DecoderModel.forwardTop): the same tokens as
-     * its sampler drawing from each step's whole row of logits.
+     * A sampled request draws from candidates found where the logits are (DecoderModel.forwardTop; with penalties too,
+     * when they only lower logits and a top-k is given, or greedy): the same tokens as its sampler drawing from each
+     * step's whole row of logits.
      */
     @Test
     void sampledTokensAreWhatTheRowsGive() {
         GenerateLoop loop = new GenerateLoop(model, Toy::new, Set.of());
         int[] prompt = {4, 9, 2};
         for (SamplingParams p : List.of(new SamplingParams(0.8, 0, 0.9, 0, 1, 0, 0, 7), new SamplingParams(1.0, 5, 1, 0, 1, 0, 0, 8),
-                new SamplingParams(1.5, 0, 1, 0.05, 1, 0, 0, 9), new SamplingParams(3.0, 0, 1, 0, 1, 0, 0, 10))) {
+                new SamplingParams(1.5, 0, 1, 0.05, 1, 0, 0, 9), new SamplingParams(3.0, 0, 1, 0, 1, 0, 0, 10),
+                new SamplingParams(0.8, 5, 0.9, 0, 1.1, 0.5, 0.2, 11), new SamplingParams(0, 0, 1, 0, 1.3, 0, 0, 12),
+                new SamplingParams(0.8, 0, 0.9, 0, 1, 1.5, 0, 13))) {   // (penalized: from candidates, and from the row)
             GenerationResult r = run(loop, req(prompt, p, 8, List.of(), Set.of()), new ArrayList<>());
             assertEquals(8, r.completionTokens(), p.toString());
             Sampler rows = new Sampler(p, model.vocabSize(), prompt);

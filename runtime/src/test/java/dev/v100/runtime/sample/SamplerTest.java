@@ -275,6 +275,52 @@ class SamplerTest {
         assertEquals(8, reads[0], "a flat row's top-p 0.9 goes past " + Sampler.DEFAULT_CANDIDATES + " candidates: every draw reads the row");
     }
 
+    /** Rows of 2000 logits in steps of 1/4 (many equal values: penalized ties and ties by id). */
+    @Provide
+    Arbitrary<float[]> wideRows() {
+        return Arbitraries.integers().between(-40, 40).map(i -> i / 4f).array(float[].class).ofSize(2000);
+    }
+
+    @Property(tries = 60)
+    void penalizedCandidatesPickWhatTheRowPicks(@ForAll("wideRows") float[] l, @ForAll @DoubleRange(min = 0, max = 2) double t,
+                                                @ForAll @IntRange(min = 1, max = 30) int topK, @ForAll @DoubleRange(min = 0.3, max = 1) double topP,
+                                                @ForAll @DoubleRange(min = 1, max = 2) double rep, @ForAll @DoubleRange(min = 0, max = 2) double presence,
+                                                @ForAll @DoubleRange(min = 0, max = 1) double frequency, @ForAll long seed) {
+        // penalties that only lower logits, greedy (t < 0.1) or with a top-k: candidates top-k + penalized tokens
+        SamplingParams p = new SamplingParams(t < 0.1 ? 0 : t, topK, topP, 0, rep, presence, frequency, seed);
+        int[] prompt = new java.util.SplittableRandom(seed).ints(40, 0, l.length).toArray();
+        Sampler rowSampler = new Sampler(p, l.length, prompt), topSampler = new Sampler(p, l.length, prompt);
+        for (int i = 0; i < 30; i++) {
+            int m = topSampler.candidates();
+            int want = rowSampler.sample(l);
+            if (topSampler.plainGreedy()) {   // no penalty at all (rep 1, presence and frequency 0): the device's argmax
+                assertEquals(want, Logits.argmaxFinite(l));
+            } else {
+                assertTrue(m > 0, "penalties that only lower logits, with a top-k or greedy, take candidates");
+                assertEquals(want, topSampler.sample(top(l, m, 1 / topSampler.inverseTemperature()), () -> l), "draw " + i + ", " + m + " candidates");
+            }
+            rowSampler.accept(want);
+            topSampler.accept(want);
+        }
+    }
+
+    @Test
+    void penaltiesThatMayRaiseALogitOrLackATopKNeedTheRow() {
+        int v = 5000;
+        assertEquals(0, new Sampler(new SamplingParams(0.8, 20, 1, 0, 0.9, 0, 0, 1), v, new int[0]).candidates(), "repetition < 1 raises");
+        assertEquals(0, new Sampler(new SamplingParams(0.8, 20, 1, 0, 1, -0.5, 0, 1), v, new int[0]).candidates(), "negative presence raises");
+        assertEquals(0, new Sampler(new SamplingParams(0.8, 0, 0.9, 0, 1, 1.5, 0, 1), v, new int[0]).candidates(), "no top-k: the denominator");
+        assertEquals(1, new Sampler(new SamplingParams(0, 0, 1, 0, 1.3, 0, 0, 1), v, new int[0]).candidates(), "greedy, nothing seen yet");
+        Sampler s = new Sampler(new SamplingParams(0.7, 20, 0.8, 0, 1, 1.5, 0, 1), v, new int[] {1, 2, 3});
+        assertEquals(20, s.candidates(), "presence counts generated tokens only");
+        s.accept(7);
+        s.accept(7);
+        s.accept(9);
+        assertEquals(22, s.candidates());
+        Sampler r = new Sampler(new SamplingParams(0.7, 20, 0.8, 0, 1.1, 0, 0, 1), v, java.util.stream.IntStream.range(0, 1010).toArray());
+        assertEquals(0, r.candidates(), "1010 seen tokens + 20: more than " + Sampler.MAX_CANDIDATES);
+    }
+
     @Test
     void aRowThatFailsToComeLeavesNoDrawBehind() {
         float[] l = new float[20000];
