@@ -55,10 +55,12 @@ public record RowTop(Status status, int[] ids, float[] values, double expSum) {
 
     /**
      * The greedy pick among the candidates: the lowest id of those equal to the largest (+0 and -0 are equal here, as
-     * for {@link Backend#argmaxRows}; the rank order puts +0 first).
+     * for {@link Backend#argmaxRows}; the rank order puts +0 first), or -1 when the candidates cannot tell: the largest
+     * is 0 and so is the last candidate (a -0 past the cut, ranked after every +0, may have a lower id): read the row.
      */
     public int greedyId() {
         if (!ranked()) throw new IllegalStateException("no candidates: " + this);
+        if (values[0] == 0 && values[values.length - 1] == 0) return -1;
         int best = ids[0];
         for (int i = 1; i < ids.length && values[i] == values[0]; i++) best = Math.min(best, ids[i]);
         return best;

@@ -290,8 +290,8 @@ public final class DecodeBatcher {
                         int row = i;
                         Sampler sp = batch.get(i).sampler;
                         if (sp != null) next[i] = sp.sample(t[i], () -> model.lastLogits(row));
-                        else if (t[i].ranked()) next[i] = t[i].greedyId();
                         else if (t[i].status() == RowTop.Status.NOT_FINITE) next[i] = RowMax.NOT_FINITE;
+                        else if (t[i].ranked() && t[i].greedyId() >= 0) next[i] = t[i].greedyId();
                         else next[i] = picked(Logits.argmaxFinite(model.lastLogits(row)));
                     }
                 } else {

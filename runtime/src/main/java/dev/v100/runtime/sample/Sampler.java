@@ -207,6 +207,8 @@ public final class Sampler {
         if (p.isGreedy()) {   // argmax(l) over the row: the largest, the lowest id among equals
             int best = 0;
             for (int i = 1; i < n; i++) if (l[i] > l[best] || (l[i] == l[best] && ids[i] < ids[best])) best = i;
+            // a largest value of 0 with zeros at the cut: a -0 past it (ranked after every +0) may have a lower id
+            if (l[best] == 0 && n < vocab && top.values()[n - 1] == 0f) return fromRow(row);
             return ids[best];
         }
         long[] keys = new long[n];

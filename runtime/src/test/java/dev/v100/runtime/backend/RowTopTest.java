@@ -61,11 +61,17 @@ class RowTopTest {
 
     @org.junit.jupiter.api.Test
     void theGreedyPickTreatsBothZerosAsEqual() {
-        float[] v = {-1f, -0f, 0f, -0f, -3f};
-        RowTop t = RowTop.of(v, 0, v.length, 3, 1);
-        assertArrayEquals(new int[] {2, 1, 3}, t.ids(), "rank order: +0 first, then -0 by id");
-        assertEquals(1, t.greedyId(), "the lowest id among the largest (as argmaxRows picks)");
-        assertEquals(dev.v100.runtime.sample.Logits.argmaxFinite(v), t.greedyId());
+        float[] v = {-1f, -0f, 0f, -0f, 2f};
+        RowTop t = RowTop.of(v, 0, v.length, 4, 1);
+        assertArrayEquals(new int[] {4, 2, 1, 3}, t.ids(), "rank order: +0 before -0, each by id");
+        assertEquals(4, t.greedyId());
+        v[4] = -3f;
+        RowTop z = RowTop.of(v, 0, v.length, 3, 1);
+        assertArrayEquals(new int[] {2, 1, 3}, z.ids());
+        assertEquals(-1, z.greedyId(), "the largest is 0 and so is the last candidate: a lower -0 may lie past the cut");
+        RowTop cut = RowTop.of(v, 0, v.length, 1, 1);
+        assertEquals(-1, cut.greedyId(), "only +0 (id 2) ranked, -0 at id 1 past the cut: argmaxRows picks 1");
+        assertEquals(1, dev.v100.runtime.sample.Logits.argmaxFinite(v));
     }
 
     @Property(tries = 50)

@@ -305,6 +305,21 @@ class SamplerTest {
     }
 
     @Test
+    void penalizedGreedyReadsTheRowWhenZerosSitAtTheCut() {
+        float[] l = {-0f, -1f, 0f, -2f, -3f};   // argmax over the row: id 0 (-0 == +0, the lowest id)
+        SamplingParams p = new SamplingParams(0, 0, 1, 0, 1, 1, 0, 1);   // greedy, presence 1: nothing generated yet
+        Sampler s = new Sampler(p, l.length, new int[] {1});
+        assertEquals(1, s.candidates());
+        int[] reads = {0};
+        assertEquals(0, s.sample(top(l, 1, 1), () -> {
+            reads[0]++;
+            return l;
+        }));
+        assertEquals(1, reads[0], "the one candidate (+0, id 2) cannot tell: the row is read");
+        assertEquals(0, new Sampler(p, l.length, new int[] {1}).sample(l));
+    }
+
+    @Test
     void penaltiesThatMayRaiseALogitOrLackATopKNeedTheRow() {
         int v = 5000;
         assertEquals(0, new Sampler(new SamplingParams(0.8, 20, 1, 0, 0.9, 0, 0, 1), v, new int[0]).candidates(), "repetition < 1 raises");
