@@ -289,9 +289,10 @@ public final class DecodeBatcher {
                     for (int i = 0; i < n; i++) {
                         int row = i;
                         Sampler sp = batch.get(i).sampler;
+                        int greedy = sp == null && t[i].ranked() ? t[i].greedyId() : -1;   // -1: the candidates cannot tell
                         if (sp != null) next[i] = sp.sample(t[i], () -> model.lastLogits(row));
                         else if (t[i].status() == RowTop.Status.NOT_FINITE) next[i] = RowMax.NOT_FINITE;
-                        else if (t[i].ranked() && t[i].greedyId() >= 0) next[i] = t[i].greedyId();
+                        else if (greedy >= 0) next[i] = greedy;
                         else next[i] = picked(Logits.argmaxFinite(model.lastLogits(row)));
                     }
                 } else {
