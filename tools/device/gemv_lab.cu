@@ -143,6 +143,250 @@ static std::vector<X16Variant> q4k_variants() {
 }
 
 
+// ---- L2 prefetch experiment (ninth session; `gemv_lab 8 prefetch`) ----
+// A decode step's small kernels (rmsnorm, qk_prep, attention, silu: ~20 us an 8B layer) leave the DRAM idle while
+// the next GEMV's weights wait to be read. prefetch_l2 asks L2 for a range's lines (prefetch.global.L2, one per
+// 128-byte line, nothing waited on); step_spin stands in for the small kernels (one block busy for ns). The
+// experiment replays an 8B layer's launch chain with and without a prefetch of each GEMV's weights ahead of the
+// spin before it.
+__global__ void prefetch_l2(const unsigned char* p, i64 bytes) {
+    for (i64 o = ((i64) blockIdx.x * blockDim.x + threadIdx.x) * 128; o < bytes; o += (i64) gridDim.x * blockDim.x * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
+}
+__global__ void step_spin(long long ns) {
+    long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+}
+// every 16-byte word of up to 3 ranges read once (xor-summed; written only if it is a value no data has), 4 loads a
+// thread in flight: a read ceiling for a launch that reads what one GEMV launch reads (q/k/v or gate/up together)
+struct Ranges { const uint4* p[3]; i64 n[3]; };
+__global__ void stream_read(Ranges r, unsigned* sink) {
+    unsigned a = 0;
+    i64 stride = (i64) gridDim.x * blockDim.x;
+    for (int k = 0; k < 3; k++) {
+        const uint4* p = r.p[k];
+        i64 n = r.n[k], i = (i64) blockIdx.x * blockDim.x + threadIdx.x;
+        for (; i + 3 * stride < n; i += 4 * stride) {
+            uint4 v0 = __ldg(p + i), v1 = __ldg(p + i + stride), v2 = __ldg(p + i + 2 * stride), v3 = __ldg(p + i + 3 * stride);
+            a ^= v0.x ^ v0.y ^ v0.z ^ v0.w ^ v1.x ^ v1.y ^ v1.z ^ v1.w ^ v2.x ^ v2.y ^ v2.z ^ v2.w ^ v3.x ^ v3.y ^ v3.z ^ v3.w;
+        }
+        for (; i < n; i += stride) {
+            uint4 v = __ldg(p + i);
+            a ^= v.x ^ v.y ^ v.z ^ v.w;
+        }
+    }
+    if (a == 0x9e3779b9u) *sink = a;
+}
+__global__ void empty_op() {}
+
+// ---- Tensor-core GEMV for n <= 8 token rows (ninth session; `gemv_lab 8 mma`) ----
+// The x16 kernels spend ~3-4 thread instructions a Q4_K weight at n = 1 and ~7 at n = 8 (two dp4a per 4 weights
+// and token row, and each token row's float epilogue a 32-weight item). Here a warp dequantizes 32 rows x 64
+// columns (a Q4_K chunk: 32 bytes a row, the low nibbles one sub-block, the high ones the next) to fp16 with the
+// scales folded in (w = q (d sc) - dmin m, half2 arithmetic: 1024 + q made by one lop3, made exact by one sub or fma),
+// stores them to shared memory and multiplies them with x (fp16, [K][8], token rows past n zero) by WMMA
+// m32n8k16, fp32 accumulators, once for every token row. Warps of a block split the chunks; their sums meet in
+// shared memory. The words' halves hold columns (0, 2, 1, 3) of each 4: x is stored in that order (mma_x_prep).
+__device__ __forceinline__ unsigned lop3_and_or(unsigned a, unsigned b, unsigned c) {   // (a & b) | c
+    unsigned d;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+__device__ __forceinline__ unsigned hfma2(unsigned a, unsigned b, unsigned c) {
+    unsigned d;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+__device__ __forceinline__ unsigned h2bcast(float f) {
+    unsigned h = f2h(f);
+    return h | (h << 16);
+}
+#define V100_WMMA_M32_LOAD(NAME, OP, LAYOUT)                                                                   \
+    __device__ __forceinline__ void NAME(FragAB& a, const h16* p, int ld) {                                  \
+        asm volatile("wmma.load." OP ".sync.aligned." LAYOUT ".m32n8k16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;" \
+                     : "=r"(a.x[0]), "=r"(a.x[1]), "=r"(a.x[2]), "=r"(a.x[3]), "=r"(a.x[4]), "=r"(a.x[5]),    \
+                       "=r"(a.x[6]), "=r"(a.x[7])                                                            \
+                     : "l"(p), "r"(ld)                                                                      \
+                     : "memory");                                                                           \
+    }
+V100_WMMA_M32_LOAD(m32_load_a_row, "a", "row")
+V100_WMMA_M32_LOAD(m32_load_b_row, "b", "row")
+__device__ __forceinline__ void m32_mma(FragC& d, const FragAB& a, const FragAB& b) {
+    asm volatile("wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, "
+                 "{%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19,%20,%21,%22,%23}, {%0,%1,%2,%3,%4,%5,%6,%7};"
+                 : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3]), "+f"(d.x[4]), "+f"(d.x[5]), "+f"(d.x[6]), "+f"(d.x[7])
+                 : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(a.x[4]), "r"(a.x[5]), "r"(a.x[6]), "r"(a.x[7]),
+                   "r"(b.x[0]), "r"(b.x[1]), "r"(b.x[2]), "r"(b.x[3]), "r"(b.x[4]), "r"(b.x[5]), "r"(b.x[6]), "r"(b.x[7]));
+}
+__device__ __forceinline__ void m32_store_c_row(float* p, const FragC& d, int ld) {
+    asm volatile("wmma.store.d.sync.aligned.row.m32n8k16.f32 [%0], {%1,%2,%3,%4,%5,%6,%7,%8}, %9;"
+                 :: "l"(p), "f"(d.x[0]), "f"(d.x[1]), "f"(d.x[2]), "f"(d.x[3]), "f"(d.x[4]), "f"(d.x[5]), "f"(d.x[6]), "f"(d.x[7]), "r"(ld)
+                 : "memory");
+}
+// x [n, K] fp32 -> xh [K][8] fp16, columns of each 4 in the order (0, 2, 1, 3), token rows n.. zero
+__global__ void mma_x_prep(const float* x, int K, int n, h16* xh) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= K * 8) return;
+    int k = i >> 3, t = i & 7;
+    int src = (k & ~3) | ((k & 1) << 1) | ((k >> 1) & 1);
+    xh[i] = t < n ? f2h_sat(x[(i64) t * K + src]) : (h16) 0;
+}
+#define MMA_LD 72   // the shared tile's row stride in halves (64 columns + 8: rows on different banks)
+template <int WARPS, bool PRE>
+__global__ void __launch_bounds__(WARPS * 32) mma_q4k(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows) {
+    __shared__ __align__(32) h16 tile[WARPS][32 * MMA_LD];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    i64 r0 = (i64) blockIdx.x * 32;
+    const unsigned char* row = w_data + min(r0 + lane, (i64) rows - 1) * w_rowBytes;
+    int chunks = w_cols >> 6;
+    FragC acc;
+    frag_zero(acc);
+    h16* t = tile[warp] + lane * MMA_LD;
+    const unsigned HALF1024 = 0x64006400u, SIXTEENTH = 0x2C002C00u, NEG64 = 0xD400D400u;   // 1024, 1/16, -64 in both halves
+    const unsigned NEG1024 = 0xE400E400u, ONE = 0x3C003C00u;
+    int c = warp;
+    uint4 hd, q0, q1;
+    if (c < chunks) {
+        const unsigned char* b = row + 144 * (c >> 2);
+        hd = ldg16(b); q0 = ldg16(b + 16 + 32 * (c & 3)); q1 = ldg16(b + 32 + 32 * (c & 3));
+    }
+    for (; c < chunks; c += WARPS) {
+        uint4 h = hd, a0 = q0, a1 = q1;
+        if (PRE && c + WARPS < chunks) {   // the next chunk's loads before this one's math
+            const unsigned char* b = row + 144 * ((c + WARPS) >> 2);
+            hd = ldg16(b); q0 = ldg16(b + 16 + 32 * ((c + WARPS) & 3)); q1 = ldg16(b + 32 + 32 * ((c + WARPS) & 3));
+        }
+        int jj = c & 3;
+        int sh = 16 * (jj & 1);
+        unsigned e0 = h.y >> sh, e4 = h.z >> sh, e8 = h.w >> sh;
+        bool first = jj < 2;
+        int scA = first ? e0 & 63 : (e8 & 15) | (((e0 >> 6) & 3) << 4);
+        int scB = first ? (e0 >> 8) & 63 : ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
+        int mA = first ? e4 & 63 : ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4);
+        int mB = first ? (e4 >> 8) & 63 : ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
+        float d = h2f((h16) (h.x & 0xffffu)), dmin = h2f((h16) (h.x >> 16));
+        unsigned SA = h2bcast(d * scA), SB = h2bcast(d * scB), MA = h2bcast(-dmin * mA), MB = h2bcast(-dmin * mB);
+        unsigned v[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+#pragma unroll
+        for (int w = 0; w < 8; w += 2) {
+            unsigned lo[4], hi[4];
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                unsigned x = v[w + u], x8 = x >> 8;
+                lo[2 * u] = hfma2(hfma2(lop3_and_or(x, 0x000F000Fu, HALF1024), ONE, NEG1024), SA, MA);
+                lo[2 * u + 1] = hfma2(hfma2(lop3_and_or(x8, 0x000F000Fu, HALF1024), ONE, NEG1024), SA, MA);
+                hi[2 * u] = hfma2(hfma2(lop3_and_or(x, 0x00F000F0u, HALF1024), SIXTEENTH, NEG64), SB, MB);
+                hi[2 * u + 1] = hfma2(hfma2(lop3_and_or(x8, 0x00F000F0u, HALF1024), SIXTEENTH, NEG64), SB, MB);
+            }
+            *reinterpret_cast<uint4*>(t + 4 * w) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+            *reinterpret_cast<uint4*>(t + 32 + 4 * w) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+        }
+        __syncwarp();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            FragAB fa, fb;
+            m32_load_a_row(fa, tile[warp] + 16 * kk, MMA_LD);
+            m32_load_b_row(fb, xh + (i64) (64 * c + 16 * kk) * 8, 8);
+            m32_mma(acc, fa, fb);
+        }
+        __syncwarp();
+    }
+    float* red = reinterpret_cast<float*>(tile);   // each warp's 32 x 8 sums where its own tile was
+    m32_store_c_row(red + warp * (32 * MMA_LD / 2), acc, 8);
+    __syncthreads();
+    for (int i = threadIdx.x; i < 256; i += WARPS * 32) {
+        float sum = 0.f;
+#pragma unroll
+        for (int w = 0; w < WARPS; w++) sum += red[w * (32 * MMA_LD / 2) + i];
+        i64 r = r0 + (i >> 3);
+        int tok = i & 7;
+        if (r < rows && tok < n) y[(i64) tok * rows + r] = sum;
+    }
+}
+
+// v2: x's fragments for a chunk loaded before its dequantization (their latency behind it), the chunk in two
+// halves of 32 columns through a 32 x 40 tile (2.5 KB a warp: 16 warps a block fit V100's shared memory twice)
+#define MMA2_LD 40
+template <int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) mma2_q4k(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows) {
+    __shared__ __align__(32) h16 tile[WARPS][32 * MMA2_LD];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    i64 r0 = (i64) blockIdx.x * 32;
+    const unsigned char* row = w_data + min(r0 + lane, (i64) rows - 1) * w_rowBytes;
+    int chunks = w_cols >> 6;
+    FragC acc;
+    frag_zero(acc);
+    h16* t = tile[warp] + lane * MMA2_LD;
+    const unsigned HALF1024 = 0x64006400u, SIXTEENTH = 0x2C002C00u, NEG64 = 0xD400D400u, NEG1024 = 0xE400E400u, ONE = 0x3C003C00u;
+    int c = warp;
+    uint4 hd, q0, q1;
+    if (c < chunks) {
+        const unsigned char* b = row + 144 * (c >> 2);
+        hd = ldg16(b); q0 = ldg16(b + 16 + 32 * (c & 3)); q1 = ldg16(b + 32 + 32 * (c & 3));
+    }
+    for (; c < chunks; c += WARPS) {
+        FragAB fb[4];
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) m32_load_b_row(fb[kk], xh + (i64) (64 * c + 16 * kk) * 8, 8);
+        uint4 h = hd, a0 = q0, a1 = q1;
+        if (c + WARPS < chunks) {
+            const unsigned char* b = row + 144 * ((c + WARPS) >> 2);
+            hd = ldg16(b); q0 = ldg16(b + 16 + 32 * ((c + WARPS) & 3)); q1 = ldg16(b + 32 + 32 * ((c + WARPS) & 3));
+        }
+        int jj = c & 3;
+        int sh = 16 * (jj & 1);
+        unsigned e0 = h.y >> sh, e4 = h.z >> sh, e8 = h.w >> sh;
+        bool first = jj < 2;
+        int scA = first ? e0 & 63 : (e8 & 15) | (((e0 >> 6) & 3) << 4);
+        int scB = first ? (e0 >> 8) & 63 : ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
+        int mA = first ? e4 & 63 : ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4);
+        int mB = first ? (e4 >> 8) & 63 : ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
+        float d = h2f((h16) (h.x & 0xffffu)), dmin = h2f((h16) (h.x >> 16));
+        unsigned SA = h2bcast(d * scA), SB = h2bcast(d * scB), MA = h2bcast(-dmin * mA), MB = h2bcast(-dmin * mB);
+        unsigned v[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+#pragma unroll
+            for (int w = 0; w < 8; w += 2) {
+                unsigned o[4];
+#pragma unroll
+                for (int u = 0; u < 2; u++) {
+                    unsigned x = v[w + u], x8 = x >> 8;
+                    if (half == 0) {
+                        o[2 * u] = hfma2(hfma2(lop3_and_or(x, 0x000F000Fu, HALF1024), ONE, NEG1024), SA, MA);
+                        o[2 * u + 1] = hfma2(hfma2(lop3_and_or(x8, 0x000F000Fu, HALF1024), ONE, NEG1024), SA, MA);
+                    } else {
+                        o[2 * u] = hfma2(hfma2(lop3_and_or(x, 0x00F000F0u, HALF1024), SIXTEENTH, NEG64), SB, MB);
+                        o[2 * u + 1] = hfma2(hfma2(lop3_and_or(x8, 0x00F000F0u, HALF1024), SIXTEENTH, NEG64), SB, MB);
+                    }
+                }
+                *reinterpret_cast<uint4*>(t + 4 * w) = make_uint4(o[0], o[1], o[2], o[3]);
+            }
+            __syncwarp();
+#pragma unroll
+            for (int kk = 0; kk < 2; kk++) {
+                FragAB fa;
+                m32_load_a_row(fa, tile[warp] + 16 * kk, MMA2_LD);
+                m32_mma(acc, fa, fb[2 * half + kk]);
+            }
+            __syncwarp();
+        }
+    }
+    __syncthreads();
+    float* red = reinterpret_cast<float*>(tile);   // each warp's 32 x 8 sums where its own tile was (1 KB of 2.5)
+    m32_store_c_row(red + warp * (32 * MMA2_LD / 2), acc, 8);
+    __syncthreads();
+    for (int i = threadIdx.x; i < 256; i += WARPS * 32) {
+        float sum = 0.f;
+#pragma unroll
+        for (int w = 0; w < WARPS; w++) sum += red[w * (32 * MMA2_LD / 2) + i];
+        i64 r = r0 + (i >> 3);
+        int tok = i & 7;
+        if (r < rows && tok < n) y[(i64) tok * rows + r] = sum;
+    }
+}
+
 // ---- host side ----
 __global__ void fill_bytes(unsigned char* p, i64 n, unsigned seed) {
     for (i64 i = blockIdx.x * (i64) blockDim.x + threadIdx.x; i < n; i += (i64) gridDim.x * blockDim.x) {
@@ -278,6 +522,155 @@ int main(int argc, char** argv) {
     Shape shapes[] = {{"q", 4096, 4096}, {"k", 1024, 4096}, {"v", 1024, 4096}, {"o", 4096, 4096},
                       {"gate", 14336, 4096}, {"up", 14336, 4096}, {"down", 4096, 14336}};
     const int NS = 7;
+    if (only && std::string(only) == "prefetch") {   // the L2 prefetch experiment on Q4_K layers (above)
+        std::vector<Mat> mats;
+        double layerBytes = 0;
+        for (int l = 0; l < LAYERS; l++)
+            for (int i = 0; i < NS; i++) {
+                mats.push_back(make("q4_K", shapes[i].rows, shapes[i].cols, 777u + 31u * (l * NS + i)));
+                if (l == 0) layerBytes += mats.back().bytes;
+            }
+        unsigned char* xq;
+        unsigned* sink;
+        CK(cudaMalloc(&xq, 3 * 14336));
+        CK(cudaMalloc(&sink, 4));
+        gemv_x16_quantize<<<14336 / 32, 128, 0, s>>>(x, 14336, 1, xq);   // (its first 4096-column view serves the 4096-column rows: the values do not matter here)
+        CK(cudaDeviceSynchronize());
+        auto gemv = [&](const Mat& m) {
+            gemv_x16_q4_K<<<(m.rows + 1) / 2, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, 1, y,
+                                                                         m.rows, nullptr, 1.f);
+        };
+        auto prefetch = [&](std::initializer_list<int> idx, int l, double cap) {   // the first cap bytes of the window's matrices, in order
+            for (int i : idx) {
+                if (cap <= 0) return;
+                const Mat& m = mats[l * NS + i];
+                i64 b = (i64) std::min((double) m.bytes, cap);
+                prefetch_l2<<<sms * 2, 256, 0, s>>>(m.data, b);
+                cap -= (double) b;
+            }
+        };
+        // an 8B layer's chain: norm, q k v, qk_prep + attention, o, norm, gate up, silu, down (spins in us)
+        auto chain = [&](double cap, bool spins, bool gemvs) {
+            for (int l = 0; l < LAYERS; l++) {
+                prefetch({0, 1, 2}, l, cap);
+                if (spins) step_spin<<<1, 32, 0, s>>>(3000);
+                if (gemvs) for (int i : {0, 1, 2}) gemv(mats[l * NS + i]);
+                prefetch({3}, l, cap);
+                if (spins) step_spin<<<1, 32, 0, s>>>(12000);
+                if (gemvs) gemv(mats[l * NS + 3]);
+                prefetch({4, 5}, l, cap);
+                if (spins) step_spin<<<1, 32, 0, s>>>(3000);
+                if (gemvs) for (int i : {4, 5}) gemv(mats[l * NS + i]);
+                prefetch({6}, l, cap);
+                if (spins) step_spin<<<1, 32, 0, s>>>(2000);
+                if (gemvs) gemv(mats[l * NS + 6]);
+            }
+        };
+        printf("\nL2 prefetch ahead of each GEMV (Q4_K, %d layers of %.1f MB; us a layer, graphs, best of 5)\n", LAYERS, layerBytes / 1e6);
+        float gemvsOnly = time_graph(s, e0, e1, [&] { chain(0, false, true); }) * 1e3f / LAYERS;
+        float spinsOnly = time_graph(s, e0, e1, [&] { chain(0, true, false); }) * 1e3f / LAYERS;
+        printf("GEMVs alone %.1f (%.0f GB/s); spins alone %.1f\n", gemvsOnly, layerBytes / (gemvsOnly / 1e6) / 1e9, spinsOnly);
+        printf("| prefetch a window (MB) | layer us | layer - spins us | GEMV GB/s | prefetches alone us |\n|---|---|---|---|---|\n");
+        for (double capMb : {0.0, 4.0, 8.0, 16.0, 32.0, 64.0, 1e9}) {
+            double cap = capMb * 1e6;
+            float all = time_graph(s, e0, e1, [&] { chain(cap, true, true); }) * 1e3f / LAYERS;
+            float pre = capMb > 0 ? time_graph(s, e0, e1, [&] { chain(cap, false, false); }) * 1e3f / LAYERS : 0.f;
+            printf("| %s | %.1f | %.1f | %.0f | %.1f |\n", capMb > 1e8 ? "all" : std::to_string((int) capMb).c_str(), all, all - spinsOnly,
+                   layerBytes / ((all - spinsOnly) / 1e6) / 1e9, pre);
+        }
+        // read ceilings (a layer's matrices read by a streaming kernel, in graphs): a launch a matrix; a launch a GEMV
+        // launch of the runtime (q/k/v together, o, gate/up together, down); the same with an empty kernel for each of the
+        // 5 small ops between them (rmsnorm, qk_prep, attention, rmsnorm, silu): the best a step of this launch
+        // structure could do if every GEMV read at the streaming rate and every small op cost only its launch
+        auto rd = [&](std::initializer_list<int> idx, int l, int per) {
+            Ranges r{};
+            int k = 0;
+            for (int i : idx) { r.p[k] = (const uint4*) mats[l * NS + i].data; r.n[k] = mats[l * NS + i].bytes / 16; k++; }
+            stream_read<<<sms * per, 256, 0, s>>>(r, sink);
+        };
+        for (int per : {4, 8, 16}) {
+            float one = time_graph(s, e0, e1, [&] { for (int l = 0; l < LAYERS; l++) for (int i = 0; i < NS; i++) rd({i}, l, per); }) * 1e3f / LAYERS;
+            float grouped = time_graph(s, e0, e1, [&] {
+                for (int l = 0; l < LAYERS; l++) { rd({0, 1, 2}, l, per); rd({3}, l, per); rd({4, 5}, l, per); rd({6}, l, per); }
+            }) * 1e3f / LAYERS;
+            float withSmall = time_graph(s, e0, e1, [&] {
+                for (int l = 0; l < LAYERS; l++) {
+                    empty_op<<<1, 32, 0, s>>>(); rd({0, 1, 2}, l, per); empty_op<<<1, 32, 0, s>>>(); empty_op<<<1, 32, 0, s>>>(); rd({3}, l, per);
+                    empty_op<<<1, 32, 0, s>>>(); rd({4, 5}, l, per); empty_op<<<1, 32, 0, s>>>(); rd({6}, l, per);
+                }
+            }) * 1e3f / LAYERS;
+            printf("stream read, %d blocks of 256 an SM: a launch a matrix %.1f us a layer (%.0f GB/s); a launch a GEMV launch %.1f (%.0f GB/s); "
+                   "with 5 empty kernels between %.1f (%.0f GB/s)\n", per, one, layerBytes / (one / 1e6) / 1e9, grouped, layerBytes / (grouped / 1e6) / 1e9,
+                   withSmall, layerBytes / (withSmall / 1e6) / 1e9);
+        }
+        CK(cudaGetLastError());
+        for (auto& m : mats) cudaFree(m.data);
+        return 0;
+    }
+    if (only && std::string(only) == "mma") {   // the tensor-core Q4_K GEMV (above) against the shipped x16 kernels, n = 1 and 8
+        std::vector<Mat> mats;
+        double layerBytes = 0;
+        for (int l = 0; l < LAYERS; l++)
+            for (int i = 0; i < NS; i++) {
+                mats.push_back(make("q4_K", shapes[i].rows, shapes[i].cols, 555u + 13u * (l * NS + i)));
+                if (l == 0) layerBytes += mats.back().bytes;
+            }
+        float *x8, *y8;
+        h16* xh;
+        unsigned char* xq;
+        CK(cudaMalloc(&x8, 8 * 14336 * 4)); CK(cudaMalloc(&y8, 8 * 14336 * 4));
+        CK(cudaMalloc(&xh, 8 * 14336 * 2)); CK(cudaMalloc(&xq, 8 * 3 * 14336));
+        CK(cudaDeviceSynchronize());
+        typedef void (*MK)(WEIGHT_PARAMS, const h16*, int, float*, int);
+        struct V { const char* name; MK k; int warps; };
+        V vs[] = {{"mma 8 warps, next chunk first", mma_q4k<8, true>, 8}, {"v2 4 warps", mma2_q4k<4>, 4}, {"v2 8 warps", mma2_q4k<8>, 8},
+                  {"v2 16 warps", mma2_q4k<16>, 16}};
+        // inputs: every x16 or fp16 input a layer makes (q/k/v, o, gate/up, down) made once per matrix that needs it
+        auto prep = [&](int K, int n) { mma_x_prep<<<(K * 8 + 255) / 256, 256, 0, s>>>(x8, K, n, xh); };
+        auto quant = [&](int K, int n) { gemv_x16_quantize<<<(n * K / 32 + 3) / 4, 128, 0, s>>>(x8, K, n, xq); };
+        printf("\ntensor-core Q4_K GEMV (%d layers of %.1f MB; us a layer in a graph with each input's prep launch; rel. L2 error vs the twin, token rows 0 and n-1)\n",
+               LAYERS, layerBytes / 1e6);
+        printf("| kernel | n = 1 us | GB/s | n = 8 us | GB/s | error |\n|---|---|---|---|---|---|\n");
+        for (int which = -1; which < (int) (sizeof(vs) / sizeof(vs[0])); which++) {
+            auto run = [&](const Mat& m, int n) {
+                if (which < 0) {
+                    if (n == 1) gemv_x16_q4_K<<<(m.rows + 1) / 2, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, 1, y8, m.rows, nullptr, 1.f);
+                    else gemv8_x16_q4_K<<<(m.rows + 1) / 2, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, n, y8, m.rows, nullptr, 1.f);
+                } else {
+                    vs[which].k<<<(m.rows + 31) / 32, vs[which].warps * 32, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xh, n, y8, m.rows);
+                }
+            };
+            double worst = 0;
+            for (int n : {1, 8})
+                for (int i = 0; i < NS; i++) {
+                    const Mat& m = mats[i];
+                    for (int t = 0; t < 8; t++) CK(cudaMemcpy(x8 + (i64) t * m.cols, x, m.cols * 4, cudaMemcpyDeviceToDevice));   // n rows of x
+                    launch(gemv_ref_q4_K, m, x, yr, 4, 128, s);
+                    if (which < 0) quant(m.cols, n); else prep(m.cols, n);
+                    run(m, n);
+                    CK(cudaStreamSynchronize(s));
+                    for (int t : {0, n - 1}) {
+                        CK(cudaMemcpy(y, y8 + (i64) t * m.rows, m.rows * 4, cudaMemcpyDeviceToDevice));
+                        worst = std::max(worst, relErr(m.rows));
+                    }
+                }
+            float us[2];
+            for (int ni = 0; ni < 2; ni++) {
+                int n = ni == 0 ? 1 : 8;
+                us[ni] = time_graph(s, e0, e1, [&] {
+                    for (int l = 0; l < LAYERS; l++)
+                        for (int i = 0; i < NS; i++) {
+                            if (i == 0 || i == 3 || i == 4 || i == 6) { if (which < 0) quant(mats[l * NS + i].cols, n); else prep(mats[l * NS + i].cols, n); }
+                            run(mats[l * NS + i], n);
+                        }
+                }) * 1e3f / LAYERS;
+            }
+            printf("| %s | %.1f | %.0f | %.1f | %.0f | %.1e |\n", which < 0 ? "shipped x16 (gemv_x16 / gemv8_x16 + quantize)" : vs[which].name, us[0],
+                   layerBytes / (us[0] / 1e6) / 1e9, us[1], layerBytes / (us[1] / 1e6) / 1e9, worst);
+        }
+        CK(cudaGetLastError());
+        return 0;
+    }
     const char* types[] = {"q4_K", "w4a16", "q8_0", "q6_K", "f16"};
     for (const char* tc : types) {
         std::string t = tc;

@@ -118,16 +118,6 @@ extern "C" __global__ void qk_prep(float* q, float* k, const float* v, int n, in
     for (int i = lane; i < hd; i += 32) kr[i] = f2h_sat(y[i]);
 }
 
-__device__ __forceinline__ float block_max(float v, float* red) {
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_max(v);
-    __syncthreads();
-    if (lane == 0) red[warp] = v;
-    __syncthreads();
-    float t = lane < nw ? red[lane] : -INFINITY;
-    return warp_max(t);
-}
-
 #define V_PRE 8   // V rows a thread of the chunked P V loads before the scores (8 is every row for hd 128)
 
 // a[0..8) += pj * the 8 halves of vv

@@ -74,6 +74,17 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
     return warp_sum(t);
 }
 
+// Largest value over the block (as block_sum; NaN ignored as fmaxf ignores it).
+__device__ __forceinline__ float block_max(float v, float* red) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float t = lane < nw ? red[lane] : -INFINITY;
+    return warp_max(t);
+}
+
 // x in 16 bits for gemv_x16_* (layout and reasons in gemv.cu): unit u of a K-column row, a value per lane of a
 // whole warp (every lane must call it). s = max |x| / 32767 over the unit (NaN when any x is not finite, so that
 // the GEMV's outputs are NaN), x16 = round(x / s) as a signed high and an unsigned low byte, s * sum x16 per 16.
@@ -177,5 +188,31 @@ __device__ __forceinline__ void wmma_load_c_row(FragC& d, const float* p, int ld
                  : "=f"(d.x[0]), "=f"(d.x[1]), "=f"(d.x[2]), "=f"(d.x[3]), "=f"(d.x[4]), "=f"(d.x[5]),
                    "=f"(d.x[6]), "=f"(d.x[7])
                  : "l"(p), "r"(ld)
+                 : "memory");
+}
+
+// ---- WMMA m32n8k16 (A 32 x 16, B 16 x 8, C 32 x 8; the same fragment sizes): decode batches on the tensor cores
+#define V100_WMMA32_LOAD_AB(NAME, OP, LAYOUT)                                                                 \
+    __device__ __forceinline__ void NAME(FragAB& a, const h16* p, int ld) {                                  \
+        asm volatile("wmma.load." OP ".sync.aligned." LAYOUT ".m32n8k16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;" \
+                     : "=r"(a.x[0]), "=r"(a.x[1]), "=r"(a.x[2]), "=r"(a.x[3]), "=r"(a.x[4]), "=r"(a.x[5]),    \
+                       "=r"(a.x[6]), "=r"(a.x[7])                                                            \
+                     : "l"(p), "r"(ld)                                                                      \
+                     : "memory");                                                                           \
+    }
+V100_WMMA32_LOAD_AB(wmma32_load_a_row, "a", "row")
+V100_WMMA32_LOAD_AB(wmma32_load_b_row, "b", "row")
+
+__device__ __forceinline__ void wmma32_mma_row_row(FragC& d, const FragAB& a, const FragAB& b) {
+    asm volatile("wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, "
+                 "{%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19,%20,%21,%22,%23}, {%0,%1,%2,%3,%4,%5,%6,%7};"
+                 : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3]), "+f"(d.x[4]), "+f"(d.x[5]), "+f"(d.x[6]), "+f"(d.x[7])
+                 : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(a.x[4]), "r"(a.x[5]), "r"(a.x[6]), "r"(a.x[7]),
+                   "r"(b.x[0]), "r"(b.x[1]), "r"(b.x[2]), "r"(b.x[3]), "r"(b.x[4]), "r"(b.x[5]), "r"(b.x[6]), "r"(b.x[7]));
+}
+
+__device__ __forceinline__ void wmma32_store_c_row(float* p, const FragC& d, int ld) {
+    asm volatile("wmma.store.d.sync.aligned.row.m32n8k16.f32 [%0], {%1,%2,%3,%4,%5,%6,%7,%8}, %9;"
+                 :: "l"(p), "f"(d.x[0]), "f"(d.x[1]), "f"(d.x[2]), "f"(d.x[3]), "f"(d.x[4]), "f"(d.x[5]), "f"(d.x[6]), "f"(d.x[7]), "r"(ld)
                  : "memory");
 }

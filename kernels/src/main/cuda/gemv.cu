@@ -832,6 +832,159 @@ GEMV(q5_K, WT_Q5_K)
 GEMV_X16(q6_K, WT_Q6_K, Q6kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 
+// ---- Decode batches (2..8 token rows) on the tensor cores: Q4_K (gemv8_mma_q4_K, _multi) ----------------------------
+// gemv8_x16_q4_K costs ~7 thread instructions a weight at 8 token rows (two dp4a per 4 weights and token row, each
+// row's float epilogue an item): bound by instruction issue, 4.4x the time of one row (tools/device/gemv_lab.cu
+// `mma`, docs/BENCHMARKS.md). Here a warp dequantizes 32 weight rows x 64 columns (a Q4_K chunk: 32 bytes a row, the
+// low nibbles one sub-block, the high ones the next) to fp16 with the scales folded in: w = q fp16(d sc) - fp16(dmin m)
+// in half2 arithmetic (1024 + q from one lop3, made exact by one fma), one half of 32 columns at a time through a
+// 32 x 40 shared tile, and multiplies them with every token row of x at once by WMMA m32n8k16 (fp32 accumulators).
+// The block's warps take every GEMV_MMA_WARPS-th chunk of the rows (the next one's loads issued before this one's
+// math); their sums meet in shared memory in warp order.
+// xh: gemv_mma_prep's output, [K][8] fp16 with the columns of each 4 in the order (0, 2, 1, 3) (a word's halves after
+// the lop3: its bytes 0 and 2, then 1 and 3), token rows n.. zero, row t scaled by 2^-e_t (its largest |x| brought
+// into [0.5, 1): no fp16 overflow whatever x holds), then the 8 factors 2^e_t (floats) that y is multiplied by.
+// Each token row of a batch comes out bit for bit as in any other batch (the tensor core's columns are independent
+// of each other); against the fp32 reference within fp16's rounding of x and of the dequantized weights.
+#define GEMV_MMA_ROWS 32
+#define GEMV_MMA_WARPS 8
+#define GEMV_MMA_LD 40   // the shared tile's row stride in halves (32 columns + 8: 16-byte stores of a warp on distinct banks)
+
+// x [n, K] -> xh (above): block t a token row (8 blocks; rows n.. zeros), K a multiple of 32
+extern "C" __global__ void gemv_mma_prep(const float* __restrict__ x, int K, int n, h16* __restrict__ xh) {
+    __shared__ float red[32];
+    int t = blockIdx.x;
+    const float* xr = x + (i64) t * K;
+    float m = 0.f;
+    if (t < n)
+        for (int k = threadIdx.x; k < K; k += blockDim.x) m = fmaxf(m, fabsf(xr[k]));   // (NaN ignored; it reaches y through xh)
+    m = block_max(m, red);
+    int e = 0;
+    if (m > 0.f && isfinite(m)) frexpf(m, &e);
+    e = max(-100, min(100, e));
+    float inv = t < n ? ldexpf(1.f, -e) : 0.f;
+    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+        int src = (k & ~3) | ((k & 1) << 1) | ((k >> 1) & 1);
+        xh[(i64) k * 8 + t] = t < n ? f2h(xr[src] * inv) : (h16) 0;
+    }
+    if (threadIdx.x == 0) reinterpret_cast<float*>(xh + (i64) K * 8)[t] = t < n ? ldexpf(1.f, e) : 0.f;
+}
+
+__device__ __forceinline__ unsigned lop3_and_or(unsigned a, unsigned b, unsigned c) {   // (a & b) | c
+    unsigned d;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+__device__ __forceinline__ unsigned hfma2(unsigned a, unsigned b, unsigned c) {
+    unsigned d;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+__device__ __forceinline__ unsigned h2_splat(float f) {   // f in both halves, finite overflow saturated
+    unsigned h = f2h_sat(f);
+    return h | (h << 16);
+}
+
+__device__ __forceinline__ void gemv_mma_q4k_impl(const WView& w, const h16* xh, int n, float* y, int rows, i64 r0, const float* addTo,
+                                                  float scale) {
+    __shared__ __align__(32) h16 tile[GEMV_MMA_WARPS][GEMV_MMA_ROWS * GEMV_MMA_LD];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned char* row = w.data + min(r0 + lane, (i64) rows - 1) * w.rowBytes;
+    int chunks = w.cols >> 6;
+    FragC acc;
+    frag_zero(acc);
+    h16* t = tile[warp] + lane * GEMV_MMA_LD;
+    // 1024 (the exponent of 1024 + q), 1, -1024, 1/16, -64 in both halves
+    const unsigned H1024 = 0x64006400u, ONE = 0x3C003C00u, NEG1024 = 0xE400E400u, SIXTEENTH = 0x2C002C00u, NEG64 = 0xD400D400u;
+    int c = warp;
+    uint4 hd = make_uint4(0, 0, 0, 0), q0 = hd, q1 = hd;
+    if (c < chunks) {
+        const unsigned char* b = row + 144 * (c >> 2);
+        hd = ldg16(b); q0 = ldg16(b + 16 + 32 * (c & 3)); q1 = ldg16(b + 32 + 32 * (c & 3));
+    }
+    for (; c < chunks; c += GEMV_MMA_WARPS) {
+        FragAB fb[4];
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) wmma32_load_b_row(fb[kk], xh + (i64) (64 * c + 16 * kk) * 8, 8);
+        uint4 h = hd, a0 = q0, a1 = q1;
+        int next = c + GEMV_MMA_WARPS;
+        if (next < chunks) {
+            const unsigned char* b = row + 144 * (next >> 2);
+            hd = ldg16(b); q0 = ldg16(b + 16 + 32 * (next & 3)); q1 = ldg16(b + 32 + 32 * (next & 3));
+        }
+        // sub-blocks 2jj (low nibbles) and 2jj + 1 (high): scales and mins as q4k_w decodes them
+        int jj = c & 3, sh = 16 * (jj & 1);
+        unsigned e0 = h.y >> sh, e4 = h.z >> sh, e8 = h.w >> sh;
+        bool first = jj < 2;
+        int scA = first ? e0 & 63 : (e8 & 15) | (((e0 >> 6) & 3) << 4);
+        int scB = first ? (e0 >> 8) & 63 : ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
+        int mA = first ? e4 & 63 : ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4);
+        int mB = first ? (e4 >> 8) & 63 : ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
+        float d = h2f((h16) (h.x & 0xffffu)), dmin = h2f((h16) (h.x >> 16));
+        unsigned SA = h2_splat(d * (float) scA), SB = h2_splat(d * (float) scB), MA = h2_splat(-dmin * (float) mA), MB = h2_splat(-dmin * (float) mB);
+        unsigned v[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+#pragma unroll
+            for (int i = 0; i < 8; i += 2) {
+                unsigned o[4];
+#pragma unroll
+                for (int u = 0; u < 2; u++) {
+                    unsigned x = v[i + u], x8 = x >> 8;
+                    if (half == 0) {   // low nibbles: (1024 + q) * 1 - 1024 = q, then q S - M
+                        o[2 * u] = hfma2(hfma2(lop3_and_or(x, 0x000F000Fu, H1024), ONE, NEG1024), SA, MA);
+                        o[2 * u + 1] = hfma2(hfma2(lop3_and_or(x8, 0x000F000Fu, H1024), ONE, NEG1024), SA, MA);
+                    } else {           // high nibbles: (1024 + 16 q) / 16 - 64 = q
+                        o[2 * u] = hfma2(hfma2(lop3_and_or(x, 0x00F000F0u, H1024), SIXTEENTH, NEG64), SB, MB);
+                        o[2 * u + 1] = hfma2(hfma2(lop3_and_or(x8, 0x00F000F0u, H1024), SIXTEENTH, NEG64), SB, MB);
+                    }
+                }
+                *reinterpret_cast<uint4*>(t + 4 * i) = make_uint4(o[0], o[1], o[2], o[3]);
+            }
+            __syncwarp();
+#pragma unroll
+            for (int kk = 0; kk < 2; kk++) {
+                FragAB fa;
+                wmma32_load_a_row(fa, tile[warp] + 16 * kk, GEMV_MMA_LD);
+                wmma32_mma_row_row(acc, fa, fb[2 * half + kk]);
+            }
+            __syncwarp();
+        }
+    }
+    __syncthreads();
+    float* red = reinterpret_cast<float*>(&tile[0][0]);   // each warp's 32 x 8 sums where its own tile was
+    const int STRIDE = GEMV_MMA_ROWS * GEMV_MMA_LD / 2;
+    wmma32_store_c_row(red + warp * STRIDE, acc, 8);
+    __syncthreads();
+    const float* xs = reinterpret_cast<const float*>(xh + (i64) w.cols * 8);
+    for (int i = threadIdx.x; i < GEMV_MMA_ROWS * 8; i += blockDim.x) {
+        float sum = 0.f;
+#pragma unroll
+        for (int k = 0; k < GEMV_MMA_WARPS; k++) sum += red[k * STRIDE + i];
+        i64 r = r0 + (i >> 3);
+        int tok = i & 7;
+        if (r < rows && tok < n) {
+            float v = sum * xs[tok];
+            y[(i64) tok * rows + r] = addTo ? addTo[(i64) tok * rows + r] + scale * v : v;
+        }
+    }
+}
+
+// y [n, rows] = x W^T (addTo: 0, or y = addTo + scale x W^T); grid: rows / GEMV_MMA_ROWS blocks of 32 GEMV_MMA_WARPS threads
+extern "C" __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) gemv8_mma_q4_K(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows,
+                                                                            const float* addTo, float scale) {
+    gemv_mma_q4k_impl(WEIGHT_VIEW, xh, n, y, rows, (i64) blockIdx.x * GEMV_MMA_ROWS, addTo, scale);
+}
+// several weights of one x (GemvPart table, blockStart in blocks of GEMV_MMA_ROWS rows)
+extern "C" __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) gemv8_mma_q4_K_multi(const GemvPart* parts, int nparts, int cols,
+                                                                                  const h16* xh, int n) {
+    int p = 0;
+    while (p + 1 < nparts && (int) blockIdx.x >= parts[p + 1].blockStart) p++;
+    const GemvPart& g = parts[p];
+    WView v{g.data, g.rowBytes, cols, g.groups, g.groupShift, g.scales, g.zeros};
+    gemv_mma_q4k_impl(v, xh, n, g.y, g.rows, (i64) (blockIdx.x - g.blockStart) * GEMV_MMA_ROWS, nullptr, 1.f);
+}
+
 // MoE: out [slots, rowsPerExpert], slot s = t*topK + k: row s = x[perSlot ? s : t] . W_e^T for the routed expert
 // e = ids[s] of a stacked weight [experts, rowsPerExpert, cols]. Grid (row groups, slots); one warp per row.
 template <int T>

@@ -56,6 +56,14 @@ public final class KernelCatalog {
     public static final int GEMV_X16_QUANTIZE_THREADS = 128;
     public static final int GEMV8_ROWS_PER_BLOCK = 16;   // 4 warps x GEMV8_ROWS_PER_WARP (gemv.cu)
     /**
+     * Decode batches (2..GEMV_MAX_TOKENS token rows) of the types {@link #gemvMma} names: gemv8_mma_* (tensor cores, weight rows a
+     * block and warps a block as gemv.cu GEMV_MMA_ROWS / GEMV_MMA_WARPS) after gemv_mma_prep (x in fp16, a block of
+     * GEMV_MMA_PREP_THREADS a token row).
+     */
+    public static final int GEMV_MMA_ROWS = 32;
+    public static final int GEMV_MMA_WARPS = 8;
+    public static final int GEMV_MMA_PREP_THREADS = 1024;
+    /**
      * The fast GEMV's alignment: weight address and row stride in bytes (its 16-byte loads), columns in elements; x's
      * address too for the float-x types. The x16 kernels of Q8_0 and Q6_K need less: {@link #gemvAlignBytes}.
      */
@@ -131,11 +139,16 @@ public final class KernelCatalog {
         for (String t : GGML_TYPE_SUFFIXES) add("embed", "embed_" + t, ew, 0);
         add("embed", "embed_" + W4A16_SUFFIX, ew, 0);
         add("gemv", "gemv_x16_quantize", GEMV_X16_QUANTIZE_THREADS, 0);
+        add("gemv", "gemv_mma_prep", GEMV_MMA_PREP_THREADS, 0);
         for (String t : allWeightSuffixes()) {
             if (gemvX16(t)) {
                 for (String k : List.of("gemv_x16_", "gemv8_x16_")) {
                     add("gemv", k + t, GEMV_X16_THREADS, 0);
                     add("gemv", k + t + "_multi", GEMV_X16_THREADS, 0);
+                }
+                if (gemvMma(t)) {
+                    add("gemv", "gemv8_mma_" + t, 32 * GEMV_MMA_WARPS, 0);
+                    add("gemv", "gemv8_mma_" + t + "_multi", 32 * GEMV_MMA_WARPS, 0);
                 }
             } else {
                 add("gemv", "gemv_" + t, GEMV_THREADS, 0);
@@ -189,6 +202,20 @@ public final class KernelCatalog {
             case "q4_K", "q6_K", "q8_0", W4A16_SUFFIX -> true;
             default -> false;
         };
+    }
+
+    /**
+     * Whether decode batches (2..GEMV_MAX_TOKENS rows) of the type run gemv8_mma_{suffix} (weights dequantized to fp16 and
+     * multiplied on the tensor cores, x in fp16 scaled per row by a power of two) rather than gemv8_x16_{suffix}: Q4_K, where the
+     * x16 batch kernel is bound by instruction issue (gemv.cu, docs/BENCHMARKS.md).
+     */
+    public static boolean gemvMma(String suffix) {
+        return suffix.equals("q4_K");
+    }
+
+    /** Bytes of gemv_mma_prep's output for cols columns (a multiple of 32): [cols][8] fp16, then 8 float factors. */
+    public static long gemvMmaBytes(long cols) {
+        return 16 * cols + 32;
     }
 
     /**

@@ -81,7 +81,7 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kQkPrep, kMoeOutputNorm,
-            kAttnPrefill, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize;
+            kAttnPrefill, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -89,6 +89,13 @@ public final class CudaBackend implements Backend {
     private final String x16Scratch;
     private long x16Of, x16Cols, x16Rows, x16At, x16Issued = -1;
     private boolean anyX16;
+    /**
+     * Decode batches (2..8 rows) through a weight whose type has gemv8_mma_* (KernelCatalog.gemvMma) run it, x made fp16 by
+     * gemv_mma_prep into this scratch; {@code -Dv100.cuda.gemvMma=false} keeps them on gemv8_x16_* (a measurement knob).
+     */
+    static final String GEMV_MMA_PROPERTY = "v100.cuda.gemvMma";
+    private final boolean mmaBatches = !"false".equals(System.getProperty(GEMV_MMA_PROPERTY));
+    private final String mmaScratch;
 
     /** A backend on {@code device} (which it retains until {@link #close}). */
     public CudaBackend(CudaDevice device, String name) {
@@ -103,6 +110,7 @@ public final class CudaBackend implements Backend {
         this.topParts = topScratch + ":parts";
         this.topDone = topScratch + ":done";
         this.x16Scratch = "gemv-x16:" + name;
+        this.mmaScratch = "gemv-mma:" + name;
         this.gemm = new GemmPolicy(device);
         this.checkNonFinite = device.options.checkNonFinite();
         kSiluMul = device.kernel("silu_mul");
@@ -113,6 +121,7 @@ public final class CudaBackend implements Backend {
         kCheck = device.kernel("check_nonfinite");
         kCopy = device.kernel("copy_f32");
         kX16Quantize = device.kernel("gemv_x16_quantize");
+        kMmaPrep = device.kernel("gemv_mma_prep");
         kRmsNorm = device.kernel("rmsnorm");
         kRope = device.kernel("rope_neox");
         kKvStore = device.kernel("kv_store");
@@ -472,11 +481,29 @@ public final class CudaBackend implements Backend {
 
     /** As above; with addTo (not 0), out = addTo + scale * (x w^T). */
     private void gemvX16(CudaBuffer x, CudaWeight w, CudaBuffer out, long addTo, float scale) {
+        if (mmaTakes(x, w.kernels)) {
+            long xh = mmaPrep(x);
+            w.params(device.launch(w.kernels.gemv8Mma())).ptr(xh).i32(x.rows).ptr(out.address).i32((int) w.rows).ptr(addTo).f32(scale)
+                    .go((w.rows + KernelCatalog.GEMV_MMA_ROWS - 1) / KernelCatalog.GEMV_MMA_ROWS, 1, 1, 32 * KernelCatalog.GEMV_MMA_WARPS, 0);
+            return;
+        }
         long q = x16Of(x, w.cols);
         int per = w.kernels.gemvRows();
         w.params(device.launch(x.rows == 1 ? w.kernels.gemv() : w.kernels.gemv8())).ptr(q).i32(x.rows).ptr(out.address).i32((int) w.rows)
                 .ptr(addTo).f32(scale).go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_X16_THREADS, 0);
         x16Read(x, q, List.of(out));
+    }
+
+    /** Whether x's rows through a weight with these kernels run gemv8_mma_* (a decode batch of a gemvMma type). */
+    private boolean mmaTakes(CudaBuffer x, CudaWeight.Kernels k) {
+        return mmaBatches && x.rows >= 2 && x.rows <= KernelCatalog.GEMV_MAX_TOKENS && k.gemv8Mma() != null;
+    }
+
+    /** x's rows in fp16 for gemv8_mma_* (gemv_mma_prep into the scratch; a launch every time: a batch GEMV's x is read once or twice). */
+    private long mmaPrep(CudaBuffer x) {
+        long xh = device.scratch(mmaScratch, KernelCatalog.gemvMmaBytes(x.cols));
+        device.launch(kMmaPrep).ptr(x.address).i32((int) x.cols).i32(x.rows).ptr(xh).go(KernelCatalog.GEMV_MAX_TOKENS, 1, 1, KernelCatalog.GEMV_MMA_PREP_THREADS, 0);
+        return xh;
     }
 
     /**
@@ -593,6 +620,16 @@ public final class CudaBackend implements Backend {
     private void gemvMulti(CudaBuffer xb, List<CudaWeight> w, List<CudaBuffer> o) {
         device.bind();
         for (CudaWeight wi : w) note(wi);
+        CudaWeight.Kernels k0 = w.get(0).kernels;
+        if (mmaTakes(xb, k0)) {
+            long table = mmaPartTables.get(partKey(w, o), () -> partWords(w, o, KernelCatalog.GEMV_MMA_ROWS));
+            long xh = mmaPrep(xb), blocks = 0;
+            for (CudaWeight wi : w) blocks += (wi.rows + KernelCatalog.GEMV_MMA_ROWS - 1) / KernelCatalog.GEMV_MMA_ROWS;
+            device.launch(k0.gemv8MmaMulti()).ptr(table).i32(w.size()).i32(xb.cols).ptr(xh).i32(xb.rows)
+                    .go(blocks, 1, 1, 32 * KernelCatalog.GEMV_MMA_WARPS, 0);
+            for (int i = 0; checkNonFinite && i < o.size(); i++) checked("matmul " + w.get(i).name, o.get(i));
+            return;
+        }
         long table = gemvParts(w, o);   // (may upload: before the x16 copy's check)
         long q = x16Of(xb, xb.cols);
         long blocks = 0;
@@ -607,26 +644,30 @@ public final class CudaBackend implements Backend {
 
     /** Device tables of gemv_x16_*_multi parts (GemvPart in gemv.cu), one per set of weights and outputs. */
     private final DeviceTables partTables = new DeviceTables("a table of GEMV parts");
+    /** The same for gemv8_mma_*_multi (its blocks of GEMV_MMA_ROWS rows). */
+    private final DeviceTables mmaPartTables = new DeviceTables("a table of tensor-core GEMV parts");
 
     private long gemvParts(List<CudaWeight> ws, List<CudaBuffer> outs) {
+        return partTables.get(partKey(ws, outs), () -> partWords(ws, outs, ws.get(0).kernels.gemvRows()));
+    }
+
+    private static List<Long> partKey(List<CudaWeight> ws, List<CudaBuffer> outs) {
         List<Long> key = new ArrayList<>();
         for (int i = 0; i < ws.size(); i++) {
             key.add(ws.get(i).address);
             key.add(outs.get(i).address);
         }
-        return partTables.get(key, () -> gemvPartWords(ws, outs));
-    }
-
-    private static long[] gemvPartWords(List<CudaWeight> ws, List<CudaBuffer> outs) {
-        return partWords(ws, outs, false);
+        return key;
     }
 
     /**
      * GemvPart entries (gemv.cu) of weights and their outputs: rows (per expert for expert stacks), and for the dense
-     * GEMV's parts each part's first block (ws.get(0)'s rows per block); the expert kernels take the part from grid z.
+     * GEMV's parts each part's first block (blocks of {@code per} rows; per 0: expert stacks, whose kernels take the
+     * part from grid z).
      */
-    private static long[] partWords(List<CudaWeight> ws, List<CudaBuffer> outs, boolean experts) {
-        int per = ws.get(0).kernels.gemvRows(), words = KernelCatalog.GEMV_PART_BYTES / 8;
+    private static long[] partWords(List<CudaWeight> ws, List<CudaBuffer> outs, int per) {
+        boolean experts = per == 0;
+        int words = KernelCatalog.GEMV_PART_BYTES / 8;
         long[] t = new long[words * ws.size()];
         long start = 0;
         for (int i = 0; i < ws.size(); i++) {
@@ -1564,7 +1605,7 @@ public final class CudaBackend implements Backend {
             key.add(outs.get(i).address);
             maxRows = Math.max(maxRows, ws.get(i).expertRows);
         }
-        long table = expertTables.get(key, () -> partWords(ws, outs, true));   // (may upload: before the x16 copy's check)
+        long table = expertTables.get(key, () -> partWords(ws, outs, 0));   // (may upload: before the x16 copy's check)
         CudaWeight w0 = ws.get(0);
         long q = x16Of(x, w0.cols);
         boolean shortRows = KernelCatalog.expertShortRows(w0.kernelSuffix, w0.cols);

@@ -61,7 +61,14 @@ class CudaMatmulTest {
 
     /** Whether the fast GEMV of w on n token rows runs gemv_x16_* or gemv8_x16_* (x rounded to 16 bits). */
     static boolean x16(CudaWeight w, int n) {
-        return n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS && w.fastGemv && dev.v100.kernels.cuda.KernelCatalog.gemvX16(w.kernelSuffix);
+        return n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS && w.fastGemv && dev.v100.kernels.cuda.KernelCatalog.gemvX16(w.kernelSuffix)
+                && !mma(w, n);
+    }
+
+    /** Whether the fast GEMV of w on n token rows runs gemv8_mma_* (a decode batch on the tensor cores: fp16 x and weights). */
+    static boolean mma(CudaWeight w, int n) {
+        return n >= 2 && n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS && w.fastGemv && dev.v100.kernels.cuda.KernelCatalog.gemvMma(w.kernelSuffix)
+                && !"false".equals(System.getProperty(CudaBackend.GEMV_MMA_PROPERTY));
     }
 
     /** Output rows x input columns x token rows; columns are whole blocks of the type. */
@@ -129,7 +136,7 @@ class CudaMatmulTest {
             float[] want = p == GEMV || (p == CHOSEN && gemv) ? fastRef : ref;
             double e = nmse(got, want);
             String path = p == GEMV ? names[0] : p == KERNEL ? names[1] : p == CUBLAS ? names[2] : p == GEMV_REF ? names[4] : names[3];
-            double limit = p == GEMV || p == GEMV_REF || (p == CHOSEN && gemv) ? GEMV_NMSE : MATMUL_NMSE;
+            double limit = (p == GEMV || p == GEMV_REF || (p == CHOSEN && gemv)) && !(p != GEMV_REF && mma((CudaWeight) weight, n)) ? GEMV_NMSE : MATMUL_NMSE;
             assertTrue(e <= limit, what + " via " + path + ": NMSE " + e + " > " + limit + " (" + worst(got, want) + ")");
         }
     }
@@ -156,9 +163,10 @@ class CudaMatmulTest {
         assertTrue(w.fastGemv, what + ": the fast GEMV must take it (rowBytes " + w.rowBytes + ", cols " + cols + ")");
         float[] x = halves(rnd, n * cols, 1);
         float[] exact = reference(dense, rows, cols, x, n);
-        boolean x16 = x16(w, n);
+        boolean x16 = x16(w, n), mma = mma(w, n);
         float[] ref = x16 ? reference(dense, rows, cols, x16Rounded(x), n) : exact;
-        double twinLimit = x16 ? Math.max(TWIN_NMSE, 4 * nmse(ref, exact)) : TWIN_NMSE;
+        // (the tensor-core batch kernel: fp16 operands, within the GEMM paths' limit; exactly in mmaBatchIsTheRoundedProduct)
+        double twinLimit = mma ? MATMUL_NMSE : x16 ? Math.max(TWIN_NMSE, 4 * nmse(ref, exact)) : TWIN_NMSE;
         Buffer xb = b.allocate("x", n, cols);
         b.write(xb, x, 0);
         Buffer fast = b.allocate("fast", n, rows), twin = b.allocate("twin", n, rows);
@@ -172,7 +180,8 @@ class CudaMatmulTest {
         double e = nmse(f, t);
         assertTrue(e <= twinLimit, what + ": fast GEMV vs its twin NMSE " + e + " > " + twinLimit + " (" + worst(f, t) + ")");
         e = nmse(f, ref);
-        assertTrue(e <= GEMV_NMSE, what + ": fast GEMV NMSE " + e + " > " + GEMV_NMSE + " (" + worst(f, ref) + ")");
+        double limit = mma ? MATMUL_NMSE : GEMV_NMSE;
+        assertTrue(e <= limit, what + ": fast GEMV NMSE " + e + " > " + limit + " (" + worst(f, ref) + ")");
     }
 
     /**
@@ -305,6 +314,7 @@ class CudaMatmulTest {
      */
     @Test
     void x16OfSubnormalScaleUnits() {
+        System.setProperty(CudaBackend.GEMV_MMA_PROPERTY, "false");   // (two rows of Q4_K: gemv8_x16_q4_K, not the tensor-core kernel)
         try (CudaBackend b = backend("x16 subnormal scales")) {
             SplittableRandom rnd = new SplittableRandom(26);
             int rows = 40, cols = 256;
@@ -326,6 +336,8 @@ class CudaMatmulTest {
             double e = nmse(Arrays.copyOf(got, rows), Arrays.copyOf(want, rows));
             assertTrue(e <= GEMV_NMSE, "subnormal scales: NMSE " + e + " (" + worst(got, want) + ")");
             for (int r = rows; r < 2 * rows; r++) assertEquals(0f, got[r], "a unit whose scale underflows to 0, row " + (r - rows));
+        } finally {
+            System.clearProperty(CudaBackend.GEMV_MMA_PROPERTY);
         }
     }
 
@@ -392,8 +404,10 @@ class CudaMatmulTest {
                 b.matmulEach(xb, ws, outs);
                 long launches = b.device.issued() - before;
                 // the two Q4_K in one launch, the odd one alone (first): mixed, Q5_K's float GEMV, then quantize + the Q4_K pair;
-                // x16 mixed, quantize + Q8_0's GEMV, then the Q4_K pair on the same copy of x
-                assertEquals(kind.contains("mixed") ? 3 : 2, launches, what + ": launches of matmulEach");
+                // x16 mixed, quantize + Q8_0's GEMV, then the Q4_K pair on the same copy of x (a batch of Q4_K: its own fp16 copy
+                // of x, gemv_mma_prep, then gemv8_mma_q4_K_multi)
+                boolean mmaPair = n >= 2 && !kind.equals("w4a16");
+                assertEquals(kind.equals("x16 mixed") && mmaPair ? 4 : kind.contains("mixed") ? 3 : 2, launches, what + ": launches of matmulEach");
                 for (int i = 0; i < rows.length; i++) {
                     assertArrayEquals(b.read(singles.get(i)), b.read(outs.get(i)), what + ": output " + i + " of matmulEach vs its own matmul");
                 }
@@ -430,9 +444,13 @@ class CudaMatmulTest {
         }
     }
 
-    /** x16 types: each row of a decode batch (gemv8_x16_*) comes out bit for bit as that row alone (gemv_x16_*). */
+    /**
+     * x16 types: each row of a decode batch (gemv8_x16_*) comes out bit for bit as that row alone (gemv_x16_*). Q4_K's
+     * batches run gemv8_mma_q4_K (mmaBatch... below); here with it turned off, its gemv8_x16_q4_K.
+     */
     @Test
     void x16BatchRowsAreEachRowAloneBitForBit() {
+        System.setProperty(CudaBackend.GEMV_MMA_PROPERTY, "false");
         try (CudaBackend b = backend("x16 batch")) {
             SplittableRandom rnd = new SplittableRandom(22);
             int rows = 77, cols = 1024;
@@ -450,7 +468,91 @@ class CudaMatmulTest {
                     assertArrayEquals(b.read(alone), b.read(batch), kind + ", " + n + " rows: the batch vs each row alone");
                 }
             }
+        } finally {
+            System.clearProperty(CudaBackend.GEMV_MMA_PROPERTY);
         }
+    }
+
+    /**
+     * gemv8_mma_q4_K (decode batches of Q4_K on the tensor cores) computes the double product of its fp16 operands
+     * (RefMma: x scaled per row by a power of two and rounded, weights dequantized with fp16 scales) up to fp32 sums, on
+     * shapes with row blocks cut short and several chunks a warp; each row of a batch is bit for bit the same row in a
+     * batch of other rows in another order (the product of one row does not depend on the others); matmulAdd is
+     * matmul then add and matmulEach's one launch is each weight's own matmul, bit for bit; activations past fp16's
+     * range (1e6) keep their accuracy (the row's power-of-two scale); a non-finite x makes its row's outputs
+     * non-finite and leaves the other rows as they are.
+     */
+    @Test
+    void mmaBatchIsTheRoundedProductAndEachRowItsOwn() {
+        try (CudaBackend b = backend("mma batch")) {
+            SplittableRandom rnd = new SplittableRandom(31);
+            for (int[] shape : new int[][] {{77, 1024}, {33, 4352}, {4096 + 40, 512}}) {
+                int rows = shape[0], cols = shape[1];
+                StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", GgmlType.Q4_K, rows, cols, 0.05, rnd);
+                CudaWeight w = (CudaWeight) b.weight(m.name(), GgmlType.Q4_K, new long[] {rows, cols}, m.data());
+                float[] wh = dev.v100.kernels.ref.RefMma.q4kWeights(m.data().toArray(ValueLayout.JAVA_BYTE), rows, cols);
+                for (int n : new int[] {2, 5, 8}) {
+                    String what = rows + " x " + cols + ", " + n + " rows";
+                    assertTrue(mma(w, n), what + ": runs gemv8_mma_q4_K");
+                    float[] x = halves(rnd, n * cols, 1);
+                    for (int i = 0; i < cols; i++) x[(n - 1) * cols + i] *= 1e6f;   // the last row far past fp16's range
+                    Buffer xb = b.allocate("x", n, cols), y = b.allocate("y", n, rows);
+                    b.write(xb, x, 0);
+                    b.matmul(xb, w, y);
+                    float[] got = b.read(y);
+                    float[] want = reference(wh, rows, cols, dev.v100.kernels.ref.RefMma.roundedX(x, cols), n);
+                    double e = nmse(got, want);
+                    assertTrue(e <= 1e-10, what + ": NMSE " + e + " against the product of the fp16 operands (" + worst(got, want) + ")");
+                    double exact = nmse(got, reference(denseOf(m, rows, cols), rows, cols, x, n));
+                    assertTrue(exact <= MATMUL_NMSE, what + ": NMSE " + exact + " against the fp32 weights and x");
+                    // the same rows reversed: each row's outputs bit for bit
+                    float[] rev = new float[n * cols];
+                    for (int t = 0; t < n; t++) System.arraycopy(x, (n - 1 - t) * cols, rev, t * cols, cols);
+                    Buffer yr = b.allocate("y reversed", n, rows);
+                    b.write(xb, rev, 0);
+                    b.matmul(xb, w, yr);
+                    float[] gr = b.read(yr);
+                    for (int t = 0; t < n; t++) {
+                        assertArrayEquals(Arrays.copyOfRange(got, t * rows, (t + 1) * rows), Arrays.copyOfRange(gr, (n - 1 - t) * rows, (n - t) * rows),
+                                what + ": row " + t + " in another batch order");
+                    }
+                    // matmulAdd = matmul then add; matmulEach (one launch for two weights of the type) = each matmul
+                    b.write(xb, x, 0);
+                    float[] residual = halves(rnd, n * rows, 2);
+                    Buffer fused = b.allocate("fused", n, rows), twoOps = b.allocate("two ops", n, rows), scratch = b.allocate("scratch", n, rows);
+                    b.write(fused, residual, 0);
+                    b.write(twoOps, residual, 0);
+                    b.matmulAdd(xb, w, 0.75f, scratch, fused);
+                    b.matmul(xb, w, scratch);
+                    b.add(twoOps, scratch, 0.75f, twoOps);
+                    assertArrayEquals(b.read(twoOps), b.read(fused), what + ": matmulAdd vs matmul + add");
+                    Buffer e0 = b.allocate("each 0", n, rows), e1 = b.allocate("each 1", n, rows);
+                    b.matmulEach(xb, List.of(w, w), List.of(e0, e1));
+                    assertArrayEquals(got, b.read(e0), what + ": matmulEach part 0 vs matmul");
+                    assertArrayEquals(got, b.read(e1), what + ": matmulEach part 1 vs matmul");
+                    // a non-finite x: its row non-finite throughout, the others unchanged
+                    for (float bad : new float[] {Float.NaN, Float.POSITIVE_INFINITY}) {
+                        float[] xb2 = x.clone();
+                        xb2[cols + 5] = bad;   // row 1
+                        b.write(xb, xb2, 0);
+                        b.matmul(xb, w, y);
+                        float[] g2 = b.read(y);
+                        for (int r = 0; r < rows; r++) assertFalse(Float.isFinite(g2[rows + r]), what + ", x = " + bad + ": y[1, " + r + "] = " + g2[rows + r]);
+                        for (int t = 0; t < n; t++) {
+                            if (t == 1) continue;
+                            assertArrayEquals(Arrays.copyOfRange(got, t * rows, (t + 1) * rows), Arrays.copyOfRange(g2, t * rows, (t + 1) * rows),
+                                    what + ", x = " + bad + " in row 1: row " + t);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    static float[] denseOf(StoredMatrix m, int rows, int cols) {
+        float[] dense = new float[rows * cols];
+        for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(m.type(), m.data(), cols, r, dense, r * cols);
+        return dense;
     }
 
     /** matmulAdd (acc += scale x w^T) as matmul then add, bit for bit: fused into the GEMV for x16 weights, two ops otherwise. */

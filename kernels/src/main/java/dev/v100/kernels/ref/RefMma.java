@@ -1,0 +1,82 @@
+package dev.v100.kernels.ref;
+
+/**
+ * The operands the tensor-core decode-batch GEMV multiplies (gemv.cu's gemv_mma_prep and gemv8_mma_q4_K), as values: a
+ * product of these in double is what the kernel computes up to its fp32 sums.
+ * <ul>
+ *   <li>x, row by row: scaled by 2^-e (e the binary exponent of the row's largest |x|, frexp's: that value lands in
+ *       [0.5, 1)), rounded to fp16 (nearest, ties to even), scaled back. A row holding an infinity is rounded unscaled.</li>
+ *   <li>Q4_K weights: per sub-block S = fp16(d sc) and M = fp16(-dmin m) (the fp32 products, exact, rounded to fp16 and
+ *       saturated at +-65504), then w = fp16(q S + M) (one rounding: the kernel's half2 fused multiply-add).</li>
+ * </ul>
+ */
+public final class RefMma {
+    private static final int Q4K_BLOCK = 256, Q4K_BYTES = 144;
+
+    private RefMma() {}
+
+    /** x [rows, cols] as the kernel's fp16 copy stands for it. */
+    public static float[] roundedX(float[] x, int cols) {
+        if (cols <= 0 || x.length % cols != 0) throw new IllegalArgumentException(x.length + " values are not rows of " + cols);
+        float[] out = new float[x.length];
+        for (int r = 0; r < x.length; r += cols) {
+            float m = 0;
+            for (int i = r; i < r + cols; i++) if (!Float.isNaN(x[i])) m = Math.max(m, Math.abs(x[i]));
+            int e = m > 0 && Float.isFinite(m) ? Math.getExponent((double) m) + 1 : 0;
+            e = Math.max(-100, Math.min(100, e));
+            for (int i = r; i < r + cols; i++) {
+                float scaled = (float) ((double) x[i] * Math.scalb(1.0, -e));   // exact but for underflow, as the kernel's fp32 product
+                out[i] = (float) Math.scalb((double) Float.float16ToFloat(Float.floatToFloat16(scaled)), e);
+            }
+        }
+        return out;
+    }
+
+    /** Q4_K rows (rowBytes = cols / 256 * 144 bytes each, from offset 0 of data) as the kernel's fp16 weights [rows * cols]. */
+    public static float[] q4kWeights(byte[] data, int rows, int cols) {
+        if (cols % Q4K_BLOCK != 0) throw new IllegalArgumentException("Q4_K rows of " + cols + " columns");
+        int blocks = cols / Q4K_BLOCK;
+        if (data.length < (long) rows * blocks * Q4K_BYTES) throw new IllegalArgumentException(data.length + " bytes for " + rows + " Q4_K rows of " + cols);
+        float[] out = new float[rows * cols];
+        int[] sc = new int[8], mn = new int[8];
+        for (int r = 0; r < rows; r++) {
+            for (int sb = 0; sb < blocks; sb++) {
+                int b = (r * blocks + sb) * Q4K_BYTES;
+                float d = Float.float16ToFloat(le16(data, b)), dmin = Float.float16ToFloat(le16(data, b + 2));
+                for (int j = 0; j < 8; j++) {
+                    int s = b + 4;
+                    if (j < 4) {
+                        sc[j] = data[s + j] & 63;
+                        mn[j] = data[s + j + 4] & 63;
+                    } else {
+                        sc[j] = (data[s + j + 4] & 0xF) | (((data[s + j - 4] & 0xFF) >> 6) << 4);
+                        mn[j] = ((data[s + j + 4] & 0xFF) >> 4) | (((data[s + j] & 0xFF) >> 6) << 4);
+                    }
+                }
+                for (int c = 0; c < 4; c++) {
+                    double sLo = half(Math.max(-65504, Math.min(65504, d * sc[2 * c]))), mLo = half(Math.max(-65504, Math.min(65504, -dmin * mn[2 * c])));
+                    double sHi = half(Math.max(-65504, Math.min(65504, d * sc[2 * c + 1]))), mHi = half(Math.max(-65504, Math.min(65504, -dmin * mn[2 * c + 1])));
+                    for (int l = 0; l < 32; l++) {
+                        int q = data[b + 16 + 32 * c + l] & 0xFF;
+                        int at = r * cols + sb * Q4K_BLOCK + 64 * c;
+                        out[at + l] = (float) half((q & 15) * sLo + mLo);
+                        out[at + 32 + l] = (float) half((q >> 4) * sHi + mHi);
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    private static short le16(byte[] a, int at) {
+        return (short) ((a[at] & 0xFF) | (a[at + 1] << 8));
+    }
+
+    /** v (a double, here exact) rounded to the nearest fp16 value, ties to even; infinity past the largest. */
+    static double half(double v) {
+        if (v == 0 || !Double.isFinite(v)) return v;
+        int e = Math.max(Math.getExponent(v), -14);
+        double quantum = Math.scalb(1.0, e - 10), r = Math.rint(v / quantum) * quantum;
+        return Math.abs(r) > 65504 ? Math.copySign(Double.POSITIVE_INFINITY, v) : r;
+    }
+}

@@ -1,0 +1,60 @@
+package dev.v100.kernels.ref;
+
+import dev.v100.formats.ggml.GgmlCodecs;
+import dev.v100.formats.ggml.GgmlType;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.ValueLayout;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/** RefMma: its fp16 rounding is Java's own for floats, and its Q4_K weights and x sit within fp16's rounding of the exact values. */
+class RefMmaTest {
+    @Test
+    void halfRoundsAsFloatToFloat16() {
+        SplittableRandom rnd = new SplittableRandom(1);
+        for (int i = 0; i < 200_000; i++) {
+            float f = Float.intBitsToFloat(rnd.nextInt());
+            if (!Float.isFinite(f)) continue;
+            float want = Float.float16ToFloat(Float.floatToFloat16(f));
+            assertEquals(want, (float) RefMma.half(f), 0f, "half(" + f + ")");
+        }
+        assertEquals(65504, RefMma.half(65519.99));
+        assertEquals(Double.POSITIVE_INFINITY, RefMma.half(65520));
+        assertEquals(0x1p-24, RefMma.half(0x1.8p-25));   // three quarters of the least subnormal round up to it
+    }
+
+    /** |w_h - w| <= 2^-11 (q d sc + dmin m + |w_h|) + 2^-24: the three roundings of S, M and the sum (q <= 15). */
+    @Test
+    void q4kWeightsAreTheExactOnesWithinFp16Rounding() {
+        SplittableRandom rnd = new SplittableRandom(2);
+        int rows = 9, cols = 512;
+        StoredMatrix m = RandomBlocks.matrix("w", GgmlType.Q4_K, rows, cols, 0.05, rnd);
+        float[] exact = new float[rows * cols];
+        for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(GgmlType.Q4_K, m.data(), cols, r, exact, r * cols);
+        float[] h = RefMma.q4kWeights(m.data().toArray(ValueLayout.JAVA_BYTE), rows, cols);
+        double scale = 0;
+        for (float v : exact) scale = Math.max(scale, Math.abs(v));
+        int differ = 0;
+        for (int i = 0; i < exact.length; i++) {
+            assertEquals(h[i], (float) RefMma.half(h[i]), 0f, "an fp16 value");
+            assertEquals(exact[i], h[i], 3 * 0x1p-11 * scale + 0x1p-24, "weight " + i);
+            if (h[i] != exact[i]) differ++;
+        }
+        assertTrue(differ > 0, "fp16 rounding changed some weights (the test would not see a decode error otherwise)");
+    }
+
+    @Test
+    void xRowsKeepTheirRangeAndNonFiniteValues() {
+        float[] x = {1e6f, -3e6f, 1.2345678f, 0f, 5e-3f, -7f, 1e-30f, 2f};
+        float[] r = RefMma.roundedX(x, 4);
+        for (int i = 0; i < x.length; i++) assertEquals(x[i], r[i], Math.abs(x[i]) * 0x1p-11 + (i < 4 ? 3e6 * 0x1p-24 : 7 * 0x1p-24), "x[" + i + "]");
+        assertEquals(1e6f, r[0], 1e6f * 0x1p-11);
+        float[] inf = RefMma.roundedX(new float[] {Float.POSITIVE_INFINITY, 1f, Float.NaN, 3f}, 4);
+        assertEquals(Float.POSITIVE_INFINITY, inf[0]);
+        assertTrue(Float.isNaN(inf[2]));
+        assertEquals(3f, inf[3]);
+        assertThrows(IllegalArgumentException.class, () -> RefMma.roundedX(new float[5], 4));
+    }
+}
