@@ -181,210 +181,14 @@ __global__ void stream_read(Ranges r, unsigned* sink) {
 __global__ void empty_op() {}
 
 // ---- Tensor-core GEMV for n <= 8 token rows (ninth session; `gemv_lab 8 mma`) ----
-// The x16 kernels spend ~3-4 thread instructions a Q4_K weight at n = 1 and ~7 at n = 8 (two dp4a per 4 weights
-// and token row, and each token row's float epilogue a 32-weight item). Here a warp dequantizes 32 rows x 64
-// columns (a Q4_K chunk: 32 bytes a row, the low nibbles one sub-block, the high ones the next) to fp16 with the
-// scales folded in (w = q (d sc) - dmin m, half2 arithmetic: 1024 + q made by one lop3, made exact by one sub or fma),
-// stores them to shared memory and multiplies them with x (fp16, [K][8], token rows past n zero) by WMMA
-// m32n8k16, fp32 accumulators, once for every token row. Warps of a block split the chunks; their sums meet in
-// shared memory. The words' halves hold columns (0, 2, 1, 3) of each 4: x is stored in that order (mma_x_prep).
-__device__ __forceinline__ unsigned lop3_and_or(unsigned a, unsigned b, unsigned c) {   // (a & b) | c
-    unsigned d;
-    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
+// gemv.cu's gemv8_mma_q4_K (the shipped decode-batch kernel for Q4_K: 8 warps a block of 32 rows) against the x16
+// kernels, and the same impl with other warps a block and register budgets (__launch_bounds__' resident blocks).
+template <int WARPS, int MINB>
+__global__ void __launch_bounds__(WARPS * 32, MINB) mma_var(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows) {
+    gemv_mma_q4k_impl<WARPS>(WEIGHT_VIEW, xh, n, y, rows, (i64) blockIdx.x * GEMV_MMA_ROWS, nullptr, 1.f);
 }
-__device__ __forceinline__ unsigned hfma2(unsigned a, unsigned b, unsigned c) {
-    unsigned d;
-    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-}
-__device__ __forceinline__ unsigned h2bcast(float f) {
-    unsigned h = f2h(f);
-    return h | (h << 16);
-}
-#define V100_WMMA_M32_LOAD(NAME, OP, LAYOUT)                                                                   \
-    __device__ __forceinline__ void NAME(FragAB& a, const h16* p, int ld) {                                  \
-        asm volatile("wmma.load." OP ".sync.aligned." LAYOUT ".m32n8k16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;" \
-                     : "=r"(a.x[0]), "=r"(a.x[1]), "=r"(a.x[2]), "=r"(a.x[3]), "=r"(a.x[4]), "=r"(a.x[5]),    \
-                       "=r"(a.x[6]), "=r"(a.x[7])                                                            \
-                     : "l"(p), "r"(ld)                                                                      \
-                     : "memory");                                                                           \
-    }
-V100_WMMA_M32_LOAD(m32_load_a_row, "a", "row")
-V100_WMMA_M32_LOAD(m32_load_b_row, "b", "row")
-__device__ __forceinline__ void m32_mma(FragC& d, const FragAB& a, const FragAB& b) {
-    asm volatile("wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, "
-                 "{%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19,%20,%21,%22,%23}, {%0,%1,%2,%3,%4,%5,%6,%7};"
-                 : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3]), "+f"(d.x[4]), "+f"(d.x[5]), "+f"(d.x[6]), "+f"(d.x[7])
-                 : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(a.x[4]), "r"(a.x[5]), "r"(a.x[6]), "r"(a.x[7]),
-                   "r"(b.x[0]), "r"(b.x[1]), "r"(b.x[2]), "r"(b.x[3]), "r"(b.x[4]), "r"(b.x[5]), "r"(b.x[6]), "r"(b.x[7]));
-}
-__device__ __forceinline__ void m32_store_c_row(float* p, const FragC& d, int ld) {
-    asm volatile("wmma.store.d.sync.aligned.row.m32n8k16.f32 [%0], {%1,%2,%3,%4,%5,%6,%7,%8}, %9;"
-                 :: "l"(p), "f"(d.x[0]), "f"(d.x[1]), "f"(d.x[2]), "f"(d.x[3]), "f"(d.x[4]), "f"(d.x[5]), "f"(d.x[6]), "f"(d.x[7]), "r"(ld)
-                 : "memory");
-}
-// x [n, K] fp32 -> xh [K][8] fp16, columns of each 4 in the order (0, 2, 1, 3), token rows n.. zero
-__global__ void mma_x_prep(const float* x, int K, int n, h16* xh) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= K * 8) return;
-    int k = i >> 3, t = i & 7;
-    int src = (k & ~3) | ((k & 1) << 1) | ((k >> 1) & 1);
-    xh[i] = t < n ? f2h_sat(x[(i64) t * K + src]) : (h16) 0;
-}
-#define MMA_LD 72   // the shared tile's row stride in halves (64 columns + 8: rows on different banks)
-template <int WARPS, bool PRE>
-__global__ void __launch_bounds__(WARPS * 32) mma_q4k(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows) {
-    __shared__ __align__(32) h16 tile[WARPS][32 * MMA_LD];
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    i64 r0 = (i64) blockIdx.x * 32;
-    const unsigned char* row = w_data + min(r0 + lane, (i64) rows - 1) * w_rowBytes;
-    int chunks = w_cols >> 6;
-    FragC acc;
-    frag_zero(acc);
-    h16* t = tile[warp] + lane * MMA_LD;
-    const unsigned HALF1024 = 0x64006400u, SIXTEENTH = 0x2C002C00u, NEG64 = 0xD400D400u;   // 1024, 1/16, -64 in both halves
-    const unsigned NEG1024 = 0xE400E400u, ONE = 0x3C003C00u;
-    int c = warp;
-    uint4 hd, q0, q1;
-    if (c < chunks) {
-        const unsigned char* b = row + 144 * (c >> 2);
-        hd = ldg16(b); q0 = ldg16(b + 16 + 32 * (c & 3)); q1 = ldg16(b + 32 + 32 * (c & 3));
-    }
-    for (; c < chunks; c += WARPS) {
-        uint4 h = hd, a0 = q0, a1 = q1;
-        if (PRE && c + WARPS < chunks) {   // the next chunk's loads before this one's math
-            const unsigned char* b = row + 144 * ((c + WARPS) >> 2);
-            hd = ldg16(b); q0 = ldg16(b + 16 + 32 * ((c + WARPS) & 3)); q1 = ldg16(b + 32 + 32 * ((c + WARPS) & 3));
-        }
-        int jj = c & 3;
-        int sh = 16 * (jj & 1);
-        unsigned e0 = h.y >> sh, e4 = h.z >> sh, e8 = h.w >> sh;
-        bool first = jj < 2;
-        int scA = first ? e0 & 63 : (e8 & 15) | (((e0 >> 6) & 3) << 4);
-        int scB = first ? (e0 >> 8) & 63 : ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
-        int mA = first ? e4 & 63 : ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4);
-        int mB = first ? (e4 >> 8) & 63 : ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
-        float d = h2f((h16) (h.x & 0xffffu)), dmin = h2f((h16) (h.x >> 16));
-        unsigned SA = h2bcast(d * scA), SB = h2bcast(d * scB), MA = h2bcast(-dmin * mA), MB = h2bcast(-dmin * mB);
-        unsigned v[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-#pragma unroll
-        for (int w = 0; w < 8; w += 2) {
-            unsigned lo[4], hi[4];
-#pragma unroll
-            for (int u = 0; u < 2; u++) {
-                unsigned x = v[w + u], x8 = x >> 8;
-                lo[2 * u] = hfma2(hfma2(lop3_and_or(x, 0x000F000Fu, HALF1024), ONE, NEG1024), SA, MA);
-                lo[2 * u + 1] = hfma2(hfma2(lop3_and_or(x8, 0x000F000Fu, HALF1024), ONE, NEG1024), SA, MA);
-                hi[2 * u] = hfma2(hfma2(lop3_and_or(x, 0x00F000F0u, HALF1024), SIXTEENTH, NEG64), SB, MB);
-                hi[2 * u + 1] = hfma2(hfma2(lop3_and_or(x8, 0x00F000F0u, HALF1024), SIXTEENTH, NEG64), SB, MB);
-            }
-            *reinterpret_cast<uint4*>(t + 4 * w) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
-            *reinterpret_cast<uint4*>(t + 32 + 4 * w) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-        }
-        __syncwarp();
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) {
-            FragAB fa, fb;
-            m32_load_a_row(fa, tile[warp] + 16 * kk, MMA_LD);
-            m32_load_b_row(fb, xh + (i64) (64 * c + 16 * kk) * 8, 8);
-            m32_mma(acc, fa, fb);
-        }
-        __syncwarp();
-    }
-    float* red = reinterpret_cast<float*>(tile);   // each warp's 32 x 8 sums where its own tile was
-    m32_store_c_row(red + warp * (32 * MMA_LD / 2), acc, 8);
-    __syncthreads();
-    for (int i = threadIdx.x; i < 256; i += WARPS * 32) {
-        float sum = 0.f;
-#pragma unroll
-        for (int w = 0; w < WARPS; w++) sum += red[w * (32 * MMA_LD / 2) + i];
-        i64 r = r0 + (i >> 3);
-        int tok = i & 7;
-        if (r < rows && tok < n) y[(i64) tok * rows + r] = sum;
-    }
-}
-
-// v2: x's fragments for a chunk loaded before its dequantization (their latency behind it), the chunk in two
-// halves of 32 columns through a 32 x 40 tile (2.5 KB a warp: 16 warps a block fit V100's shared memory twice)
-#define MMA2_LD 40
-template <int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) mma2_q4k(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows) {
-    __shared__ __align__(32) h16 tile[WARPS][32 * MMA2_LD];
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    i64 r0 = (i64) blockIdx.x * 32;
-    const unsigned char* row = w_data + min(r0 + lane, (i64) rows - 1) * w_rowBytes;
-    int chunks = w_cols >> 6;
-    FragC acc;
-    frag_zero(acc);
-    h16* t = tile[warp] + lane * MMA2_LD;
-    const unsigned HALF1024 = 0x64006400u, SIXTEENTH = 0x2C002C00u, NEG64 = 0xD400D400u, NEG1024 = 0xE400E400u, ONE = 0x3C003C00u;
-    int c = warp;
-    uint4 hd, q0, q1;
-    if (c < chunks) {
-        const unsigned char* b = row + 144 * (c >> 2);
-        hd = ldg16(b); q0 = ldg16(b + 16 + 32 * (c & 3)); q1 = ldg16(b + 32 + 32 * (c & 3));
-    }
-    for (; c < chunks; c += WARPS) {
-        FragAB fb[4];
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) m32_load_b_row(fb[kk], xh + (i64) (64 * c + 16 * kk) * 8, 8);
-        uint4 h = hd, a0 = q0, a1 = q1;
-        if (c + WARPS < chunks) {
-            const unsigned char* b = row + 144 * ((c + WARPS) >> 2);
-            hd = ldg16(b); q0 = ldg16(b + 16 + 32 * ((c + WARPS) & 3)); q1 = ldg16(b + 32 + 32 * ((c + WARPS) & 3));
-        }
-        int jj = c & 3;
-        int sh = 16 * (jj & 1);
-        unsigned e0 = h.y >> sh, e4 = h.z >> sh, e8 = h.w >> sh;
-        bool first = jj < 2;
-        int scA = first ? e0 & 63 : (e8 & 15) | (((e0 >> 6) & 3) << 4);
-        int scB = first ? (e0 >> 8) & 63 : ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
-        int mA = first ? e4 & 63 : ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4);
-        int mB = first ? (e4 >> 8) & 63 : ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
-        float d = h2f((h16) (h.x & 0xffffu)), dmin = h2f((h16) (h.x >> 16));
-        unsigned SA = h2bcast(d * scA), SB = h2bcast(d * scB), MA = h2bcast(-dmin * mA), MB = h2bcast(-dmin * mB);
-        unsigned v[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-#pragma unroll
-            for (int w = 0; w < 8; w += 2) {
-                unsigned o[4];
-#pragma unroll
-                for (int u = 0; u < 2; u++) {
-                    unsigned x = v[w + u], x8 = x >> 8;
-                    if (half == 0) {
-                        o[2 * u] = hfma2(hfma2(lop3_and_or(x, 0x000F000Fu, HALF1024), ONE, NEG1024), SA, MA);
-                        o[2 * u + 1] = hfma2(hfma2(lop3_and_or(x8, 0x000F000Fu, HALF1024), ONE, NEG1024), SA, MA);
-                    } else {
-                        o[2 * u] = hfma2(hfma2(lop3_and_or(x, 0x00F000F0u, HALF1024), SIXTEENTH, NEG64), SB, MB);
-                        o[2 * u + 1] = hfma2(hfma2(lop3_and_or(x8, 0x00F000F0u, HALF1024), SIXTEENTH, NEG64), SB, MB);
-                    }
-                }
-                *reinterpret_cast<uint4*>(t + 4 * w) = make_uint4(o[0], o[1], o[2], o[3]);
-            }
-            __syncwarp();
-#pragma unroll
-            for (int kk = 0; kk < 2; kk++) {
-                FragAB fa;
-                m32_load_a_row(fa, tile[warp] + 16 * kk, MMA2_LD);
-                m32_mma(acc, fa, fb[2 * half + kk]);
-            }
-            __syncwarp();
-        }
-    }
-    __syncthreads();
-    float* red = reinterpret_cast<float*>(tile);   // each warp's 32 x 8 sums where its own tile was (1 KB of 2.5)
-    m32_store_c_row(red + warp * (32 * MMA2_LD / 2), acc, 8);
-    __syncthreads();
-    for (int i = threadIdx.x; i < 256; i += WARPS * 32) {
-        float sum = 0.f;
-#pragma unroll
-        for (int w = 0; w < WARPS; w++) sum += red[w * (32 * MMA2_LD / 2) + i];
-        i64 r = r0 + (i >> 3);
-        int tok = i & 7;
-        if (r < rows && tok < n) y[(i64) tok * rows + r] = sum;
-    }
+__global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) mma_shipped(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows) {
+    gemv_mma_q4k_impl(WEIGHT_VIEW, xh, n, y, rows, (i64) blockIdx.x * GEMV_MMA_ROWS, nullptr, 1.f);
 }
 
 // ---- host side ----
@@ -619,14 +423,14 @@ int main(int argc, char** argv) {
         h16* xh;
         unsigned char* xq;
         CK(cudaMalloc(&x8, 8 * 14336 * 4)); CK(cudaMalloc(&y8, 8 * 14336 * 4));
-        CK(cudaMalloc(&xh, 8 * 14336 * 2)); CK(cudaMalloc(&xq, 8 * 3 * 14336));
+        CK(cudaMalloc(&xh, 8 * 14336 * 2 + 64)); CK(cudaMalloc(&xq, 8 * 3 * 14336));
         CK(cudaDeviceSynchronize());
         typedef void (*MK)(WEIGHT_PARAMS, const h16*, int, float*, int);
         struct V { const char* name; MK k; int warps; };
-        V vs[] = {{"mma 8 warps, next chunk first", mma_q4k<8, true>, 8}, {"v2 4 warps", mma2_q4k<4>, 4}, {"v2 8 warps", mma2_q4k<8>, 8},
-                  {"v2 16 warps", mma2_q4k<16>, 16}};
+        V vs[] = {{"shipped gemv8_mma_q4_K (8 warps)", mma_shipped, 8}, {"8 warps, 2 blocks an SM", mma_var<8, 2>, 8}, {"8 warps, 3 blocks an SM", mma_var<8, 3>, 8},
+                  {"4 warps, 4 blocks an SM", mma_var<4, 4>, 4}, {"4 warps, 6 blocks an SM", mma_var<4, 6>, 4}, {"16 warps, 1 block an SM", mma_var<16, 1>, 16}};
         // inputs: every x16 or fp16 input a layer makes (q/k/v, o, gate/up, down) made once per matrix that needs it
-        auto prep = [&](int K, int n) { mma_x_prep<<<(K * 8 + 255) / 256, 256, 0, s>>>(x8, K, n, xh); };
+        auto prep = [&](int K, int n) { gemv_mma_prep<<<dim3(GEMV_MMA_PREP_PARTS, 8), 1024, 0, s>>>(x8, K, n, xh); };
         auto quant = [&](int K, int n) { gemv_x16_quantize<<<(n * K / 32 + 3) / 4, 128, 0, s>>>(x8, K, n, xq); };
         printf("\ntensor-core Q4_K GEMV (%d layers of %.1f MB; us a layer in a graph with each input's prep launch; rel. L2 error vs the twin, token rows 0 and n-1)\n",
                LAYERS, layerBytes / 1e6);

@@ -850,10 +850,12 @@ GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 #define GEMV_MMA_WARPS 8
 #define GEMV_MMA_LD 40   // the shared tile's row stride in halves (32 columns + 8: 16-byte stores of a warp on distinct banks)
 
-// x [n, K] -> xh (above): block t a token row (8 blocks; rows n.. zeros), K a multiple of 32
+// x [n, K] -> xh (above), K a multiple of 32: grid (GEMV_MMA_PREP_PARTS, 8): block (p, t) finds token row t's largest
+// |x| itself (the whole row, from L2: a few KiB to 56 KiB) and writes part p of the row (rows n.. zeros)
+#define GEMV_MMA_PREP_PARTS 4
 extern "C" __global__ void gemv_mma_prep(const float* __restrict__ x, int K, int n, h16* __restrict__ xh) {
     __shared__ float red[32];
-    int t = blockIdx.x;
+    int t = blockIdx.y;
     const float* xr = x + (i64) t * K;
     float m = 0.f;
     if (t < n)
@@ -863,11 +865,12 @@ extern "C" __global__ void gemv_mma_prep(const float* __restrict__ x, int K, int
     if (m > 0.f && isfinite(m)) frexpf(m, &e);
     e = max(-100, min(100, e));
     float inv = t < n ? ldexpf(1.f, -e) : 0.f;
-    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+    int part = (K + GEMV_MMA_PREP_PARTS - 1) / GEMV_MMA_PREP_PARTS, end = min(K, ((int) blockIdx.x + 1) * part);
+    for (int k = blockIdx.x * part + threadIdx.x; k < end; k += blockDim.x) {
         int src = (k & ~3) | ((k & 1) << 1) | ((k >> 1) & 1);
         xh[(i64) k * 8 + t] = t < n ? f2h(xr[src] * inv) : (h16) 0;
     }
-    if (threadIdx.x == 0) reinterpret_cast<float*>(xh + (i64) K * 8)[t] = t < n ? ldexpf(1.f, e) : 0.f;
+    if (blockIdx.x == 0 && threadIdx.x == 0) reinterpret_cast<float*>(xh + (i64) K * 8)[t] = t < n ? ldexpf(1.f, e) : 0.f;
 }
 
 __device__ __forceinline__ unsigned lop3_and_or(unsigned a, unsigned b, unsigned c) {   // (a & b) | c
@@ -885,9 +888,11 @@ __device__ __forceinline__ unsigned h2_splat(float f) {   // f in both halves, f
     return h | (h << 16);
 }
 
+// WARPS: the block's warps (GEMV_MMA_WARPS where the runtime launches it; the lab tries others)
+template <int WARPS = GEMV_MMA_WARPS>
 __device__ __forceinline__ void gemv_mma_q4k_impl(const WView& w, const h16* xh, int n, float* y, int rows, i64 r0, const float* addTo,
                                                   float scale) {
-    __shared__ __align__(32) h16 tile[GEMV_MMA_WARPS][GEMV_MMA_ROWS * GEMV_MMA_LD];
+    __shared__ __align__(32) h16 tile[WARPS][GEMV_MMA_ROWS * GEMV_MMA_LD];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const unsigned char* row = w.data + min(r0 + lane, (i64) rows - 1) * w.rowBytes;
     int chunks = w.cols >> 6;
@@ -902,12 +907,12 @@ __device__ __forceinline__ void gemv_mma_q4k_impl(const WView& w, const h16* xh,
         const unsigned char* b = row + 144 * (c >> 2);
         hd = ldg16(b); q0 = ldg16(b + 16 + 32 * (c & 3)); q1 = ldg16(b + 32 + 32 * (c & 3));
     }
-    for (; c < chunks; c += GEMV_MMA_WARPS) {
+    for (; c < chunks; c += WARPS) {
         FragAB fb[4];
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) wmma32_load_b_row(fb[kk], xh + (i64) (64 * c + 16 * kk) * 8, 8);
         uint4 h = hd, a0 = q0, a1 = q1;
-        int next = c + GEMV_MMA_WARPS;
+        int next = c + WARPS;
         if (next < chunks) {
             const unsigned char* b = row + 144 * (next >> 2);
             hd = ldg16(b); q0 = ldg16(b + 16 + 32 * (next & 3)); q1 = ldg16(b + 32 + 32 * (next & 3));
@@ -960,7 +965,7 @@ __device__ __forceinline__ void gemv_mma_q4k_impl(const WView& w, const h16* xh,
     for (int i = threadIdx.x; i < GEMV_MMA_ROWS * 8; i += blockDim.x) {
         float sum = 0.f;
 #pragma unroll
-        for (int k = 0; k < GEMV_MMA_WARPS; k++) sum += red[k * STRIDE + i];
+        for (int k = 0; k < WARPS; k++) sum += red[k * STRIDE + i];
         i64 r = r0 + (i >> 3);
         int tok = i & 7;
         if (r < rows && tok < n) {

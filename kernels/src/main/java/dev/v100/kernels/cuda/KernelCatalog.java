@@ -58,11 +58,12 @@ public final class KernelCatalog {
     /**
      * Decode batches (2..GEMV_MAX_TOKENS token rows) of the types {@link #gemvMma} names: gemv8_mma_* (tensor cores, weight rows a
      * block and warps a block as gemv.cu GEMV_MMA_ROWS / GEMV_MMA_WARPS) after gemv_mma_prep (x in fp16, a block of
-     * GEMV_MMA_PREP_THREADS a token row).
+     * GEMV_MMA_PREP_THREADS, GEMV_MMA_PREP_PARTS of them a token row: grid (parts, GEMV_MAX_TOKENS)).
      */
     public static final int GEMV_MMA_ROWS = 32;
     public static final int GEMV_MMA_WARPS = 8;
     public static final int GEMV_MMA_PREP_THREADS = 1024;
+    public static final int GEMV_MMA_PREP_PARTS = 4;
     /**
      * The fast GEMV's alignment: weight address and row stride in bytes (its 16-byte loads), columns in elements; x's
      * address too for the float-x types. The x16 kernels of Q8_0 and Q6_K need less: {@link #gemvAlignBytes}.

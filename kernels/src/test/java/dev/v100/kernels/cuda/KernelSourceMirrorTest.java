@@ -50,7 +50,9 @@ class KernelSourceMirrorTest {
         Map<String, Integer> d = mirrors("gemv.cu", Map.of("GEMV_STAGED_ROWS", KernelCatalog.GEMV_STAGED_ROWS,
                 "GEMV_DIRECT_ROWS", KernelCatalog.GEMV_DIRECT_ROWS, "GEMV_X16_ROWS", KernelCatalog.GEMV_X16_ROWS,
                 "GEMV_THREADS", KernelCatalog.GEMV_THREADS, "GEMV_X16_THREADS", KernelCatalog.GEMV_X16_THREADS,
-                "GEMV_PART_BYTES", KernelCatalog.GEMV_PART_BYTES, "GEMV_X16_SHORT_TPR", KernelCatalog.GEMV_X16_SHORT_TPR));
+                "GEMV_PART_BYTES", KernelCatalog.GEMV_PART_BYTES, "GEMV_X16_SHORT_TPR", KernelCatalog.GEMV_X16_SHORT_TPR,
+                "GEMV_MMA_ROWS", KernelCatalog.GEMV_MMA_ROWS, "GEMV_MMA_WARPS", KernelCatalog.GEMV_MMA_WARPS,
+                "GEMV_MMA_PREP_PARTS", KernelCatalog.GEMV_MMA_PREP_PARTS));
         assertEquals(KernelCatalog.GEMV8_ROWS_PER_BLOCK, define(d, "GEMV8_ROWS_PER_WARP", "gemv.cu") * (KernelCatalog.GEMV_THREADS / 32));
 
         Map<String, Integer> planned = new HashMap<>();

@@ -502,7 +502,8 @@ public final class CudaBackend implements Backend {
     /** x's rows in fp16 for gemv8_mma_* (gemv_mma_prep into the scratch; a launch every time: a batch GEMV's x is read once or twice). */
     private long mmaPrep(CudaBuffer x) {
         long xh = device.scratch(mmaScratch, KernelCatalog.gemvMmaBytes(x.cols));
-        device.launch(kMmaPrep).ptr(x.address).i32((int) x.cols).i32(x.rows).ptr(xh).go(KernelCatalog.GEMV_MAX_TOKENS, 1, 1, KernelCatalog.GEMV_MMA_PREP_THREADS, 0);
+        device.launch(kMmaPrep).ptr(x.address).i32((int) x.cols).i32(x.rows).ptr(xh)
+                .go(KernelCatalog.GEMV_MMA_PREP_PARTS, KernelCatalog.GEMV_MAX_TOKENS, 1, KernelCatalog.GEMV_MMA_PREP_THREADS, 0);
         return xh;
     }
 
