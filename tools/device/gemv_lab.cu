@@ -185,10 +185,10 @@ __global__ void empty_op() {}
 // kernels, and the same impl with other warps a block and register budgets (__launch_bounds__' resident blocks).
 template <int WARPS, int MINB>
 __global__ void __launch_bounds__(WARPS * 32, MINB) mma_var(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows) {
-    gemv_mma_q4k_impl<WARPS>(WEIGHT_VIEW, xh, n, y, rows, (i64) blockIdx.x * GEMV_MMA_ROWS, nullptr, 1.f);
+    gemv_mma_impl<MmaQ4k, WARPS>(WEIGHT_VIEW, xh, n, y, rows, (i64) blockIdx.x * GEMV_MMA_ROWS, nullptr, 1.f);
 }
 __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) mma_shipped(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows) {
-    gemv_mma_q4k_impl(WEIGHT_VIEW, xh, n, y, rows, (i64) blockIdx.x * GEMV_MMA_ROWS, nullptr, 1.f);
+    gemv_mma_impl<MmaQ4k>(WEIGHT_VIEW, xh, n, y, rows, (i64) blockIdx.x * GEMV_MMA_ROWS, nullptr, 1.f);
 }
 
 // ---- host side ----
@@ -430,7 +430,7 @@ int main(int argc, char** argv) {
         V vs[] = {{"shipped gemv8_mma_q4_K (8 warps)", mma_shipped, 8}, {"8 warps, 2 blocks an SM", mma_var<8, 2>, 8}, {"8 warps, 3 blocks an SM", mma_var<8, 3>, 8},
                   {"4 warps, 4 blocks an SM", mma_var<4, 4>, 4}, {"4 warps, 6 blocks an SM", mma_var<4, 6>, 4}, {"16 warps, 1 block an SM", mma_var<16, 1>, 16}};
         // inputs: every x16 or fp16 input a layer makes (q/k/v, o, gate/up, down) made once per matrix that needs it
-        auto prep = [&](int K, int n) { gemv_mma_prep<<<dim3(GEMV_MMA_PREP_PARTS, 8), 1024, 0, s>>>(x8, K, n, xh); };
+        auto prep = [&](int K, int n) { gemv_mma_prep<<<dim3(GEMV_MMA_PREP_PARTS, 8), 1024, 0, s>>>(x8, K, n, xh, 1); };
         auto quant = [&](int K, int n) { gemv_x16_quantize<<<(n * K / 32 + 3) / 4, 128, 0, s>>>(x8, K, n, xq); };
         printf("\ntensor-core Q4_K GEMV (%d layers of %.1f MB; us a layer in a graph with each input's prep launch; rel. L2 error vs the twin, token rows 0 and n-1)\n",
                LAYERS, layerBytes / 1e6);

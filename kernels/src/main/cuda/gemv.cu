@@ -832,28 +832,33 @@ GEMV(q5_K, WT_Q5_K)
 GEMV_X16(q6_K, WT_Q6_K, Q6kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 
-// ---- Decode batches (2..8 token rows) on the tensor cores: Q4_K (gemv8_mma_q4_K, _multi) ----------------------------
+// ---- Decode batches (2..8 token rows) on the tensor cores: Q4_K and W4A16 (gemv8_mma_<t>, _multi) ------------------
 // gemv8_x16_q4_K costs ~7 thread instructions a weight at 8 token rows (two dp4a per 4 weights and token row, each
 // row's float epilogue an item): bound by instruction issue, 4.4x the time of one row (tools/device/gemv_lab.cu
-// `mma`, docs/BENCHMARKS.md). Here a warp dequantizes 32 weight rows x 64 columns (a Q4_K chunk: 32 bytes a row, the
-// low nibbles one sub-block, the high ones the next) to fp16 with the scales folded in: w = q fp16(d sc) - fp16(dmin m)
-// in half2 arithmetic (1024 + q from one lop3, made exact by one fma), one half of 32 columns at a time through a
-// 32 x 40 shared tile, and multiplies them with every token row of x at once by WMMA m32n8k16 (fp32 accumulators).
-// The block's warps take every GEMV_MMA_WARPS-th chunk of the rows (the next one's loads issued before this one's
-// math); their sums meet in shared memory in warp order.
-// xh: gemv_mma_prep's output, [K][8] fp16 with the columns of each 4 in the order (0, 2, 1, 3) (a word's halves after
-// the lop3: its bytes 0 and 2, then 1 and 3), token rows n.. zero, row t scaled by 2^-e_t (its largest |x| brought
-// into [0.5, 1): no fp16 overflow whatever x holds), then the 8 factors 2^e_t (floats) that y is multiplied by.
+// `mma`, docs/BENCHMARKS.md). Here a warp dequantizes 32 weight rows x 64 columns (a chunk: 32 bytes of 4-bit codes a
+// row) to fp16 with the scales folded in, in half2 arithmetic (1024 + q from one lop3; MmaQ4k, MmaW4a16 below), one
+// half of 32 columns at a time through a 32 x 40 shared tile, and multiplies them with
+// every token row of x at once by WMMA m32n8k16 (fp32 accumulators). The block's warps take every WARPS-th chunk of
+// the rows (the next one's loads issued before this one's math); their sums meet in shared memory in warp order.
+// xh: gemv_mma_prep's output, [K][8] fp16, token rows n.. zero, row t scaled by 2^-e_t (its largest |x| brought into
+// [2^14, 2^15): no fp16 overflow whatever x holds, and fp16's normal range reaching 29 binades below the largest value:
+// an AWQ model's norms scale channels far apart, and a row brought into [0.5, 1) lost its small channels to fp16
+// subnormals, golden NMSE 1e-3), then the 8 factors 2^e_t (floats) that y is multiplied by. A word's
+// halves after the lop3 are its bits 0-3 and 16-19, 4-7 and 20-23, ...: for W4A16 elements in order; for Q4_K the
+// low (or high) nibbles of bytes 0 and 2, then 1 and 3, so Q4_K's x has the columns of each 4 in the order (0, 2, 1, 3)
+// (gemv_mma_prep's permute).
 // Each token row of a batch comes out bit for bit as in any other batch (the tensor core's columns are independent
-// of each other); against the fp32 reference within fp16's rounding of x and of the dequantized weights.
+// of each other); against the fp32 reference within fp16's rounding of x and of the dequantized weights (RefMma).
 #define GEMV_MMA_ROWS 32
 #define GEMV_MMA_WARPS 8
 #define GEMV_MMA_LD 40   // the shared tile's row stride in halves (32 columns + 8: 16-byte stores of a warp on distinct banks)
 
 // x [n, K] -> xh (above), K a multiple of 32: grid (GEMV_MMA_PREP_PARTS, 8): block (p, t) finds token row t's largest
-// |x| itself (the whole row, from L2: a few KiB to 56 KiB) and writes part p of the row (rows n.. zeros)
+// |x| itself (the whole row, from L2: a few KiB to 56 KiB) and writes part p of the row (rows n.. zeros); permute: Q4_K's
+// column order
 #define GEMV_MMA_PREP_PARTS 4
-extern "C" __global__ void gemv_mma_prep(const float* __restrict__ x, int K, int n, h16* __restrict__ xh) {
+#define GEMV_MMA_X_TOP 15   // a row's largest |x| lands in [2^(GEMV_MMA_X_TOP - 1), 2^GEMV_MMA_X_TOP)
+extern "C" __global__ void gemv_mma_prep(const float* __restrict__ x, int K, int n, h16* __restrict__ xh, int permute) {
     __shared__ float red[32];
     int t = blockIdx.y;
     const float* xr = x + (i64) t * K;
@@ -863,11 +868,11 @@ extern "C" __global__ void gemv_mma_prep(const float* __restrict__ x, int K, int
     m = block_max(m, red);
     int e = 0;
     if (m > 0.f && isfinite(m)) frexpf(m, &e);
-    e = max(-100, min(100, e));
+    e = max(-100, min(100, e - GEMV_MMA_X_TOP));
     float inv = t < n ? ldexpf(1.f, -e) : 0.f;
     int part = (K + GEMV_MMA_PREP_PARTS - 1) / GEMV_MMA_PREP_PARTS, end = min(K, ((int) blockIdx.x + 1) * part);
     for (int k = blockIdx.x * part + threadIdx.x; k < end; k += blockDim.x) {
-        int src = (k & ~3) | ((k & 1) << 1) | ((k >> 1) & 1);
+        int src = permute ? (k & ~3) | ((k & 1) << 1) | ((k >> 1) & 1) : k;
         xh[(i64) k * 8 + t] = t < n ? f2h(xr[src] * inv) : (h16) 0;
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) reinterpret_cast<float*>(xh + (i64) K * 8)[t] = t < n ? ldexpf(1.f, e) : 0.f;
@@ -887,63 +892,115 @@ __device__ __forceinline__ unsigned h2_splat(float f) {   // f in both halves, f
     unsigned h = f2h_sat(f);
     return h | (h << 16);
 }
+// 1024 (the exponent of 1024 + q), 1, 1/16 in both halves
+#define H2_1024 0x64006400u
+#define H2_ONE 0x3C003C00u
+#define H2_SIXTEENTH 0x2C002C00u
+// A type's chunk for the tensor-core GEMV: Raw, what a lane loads of its row's chunk c; consts(raw, c, half, k) the
+// half2 constants of the half's 32 columns; tile8(raw, half, i, k, o) the half's columns 4i..4i+7 (i = 0, 2, 4, 6) as
+// 8 halves (o[0..4), each the elements at bits 0-3 and 16-19 of a word, or 4-7 and 20-23, after the word's shift).
+// Q4_K: w = fp16(d (sc q) + fp16(-dmin m)): sc q formed exactly ((1024 + q) sc - 1024 sc, or (1024 + 16 q) sc / 16 -
+// 64 sc: every product and result an integer below 65504), then one fma with d (fp16: exact) and the rounded min.
+struct MmaQ4k {
+    struct Raw { uint4 h, a0, a1; };
+    static const int PERMUTE = 1;
+    static __device__ __forceinline__ Raw load(const WView& w, const unsigned char* row, i64 r, int c) {
+        const unsigned char* b = row + 144 * (c >> 2);
+        return Raw{ldg16(b), ldg16(b + 16 + 32 * (c & 3)), ldg16(b + 32 + 32 * (c & 3))};
+    }
+    // sub-blocks 2jj (low nibbles: half 0) and 2jj + 1 (high: half 1), scales and mins as q4k_w decodes them;
+    // k: sc (or sc / 16), -1024 sc (or -64 sc), d, fp16(-dmin m)
+    static __device__ __forceinline__ void consts(const Raw& q, int c, int half, unsigned* k) {
+        int jj = c & 3, sh = 16 * (jj & 1);
+        unsigned e0 = q.h.y >> sh, e4 = q.h.z >> sh, e8 = q.h.w >> sh;
+        bool first = jj < 2;
+        int sc, m;
+        if (half == 0) {
+            sc = first ? e0 & 63 : (e8 & 15) | (((e0 >> 6) & 3) << 4);
+            m = first ? e4 & 63 : ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4);
+        } else {
+            sc = first ? (e0 >> 8) & 63 : ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
+            m = first ? (e4 >> 8) & 63 : ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
+        }
+        k[0] = h2_splat(half == 0 ? (float) sc : (float) sc * 0.0625f);
+        k[1] = h2_splat(half == 0 ? -1024.f * (float) sc : -64.f * (float) sc);
+        unsigned d = q.h.x & 0xffffu;
+        k[2] = d | (d << 16);
+        k[3] = h2_splat(-h2f((h16) (q.h.x >> 16)) * (float) m);
+    }
+    static __device__ __forceinline__ void tile8(const Raw& q, int half, int i, const unsigned* k, unsigned* o) {
+        unsigned v[8] = {q.a0.x, q.a0.y, q.a0.z, q.a0.w, q.a1.x, q.a1.y, q.a1.z, q.a1.w};
+        unsigned mask = half == 0 ? 0x000F000Fu : 0x00F000F0u;
+#pragma unroll
+        for (int u = 0; u < 2; u++) {   // words i, i + 1: their bytes' low (half 0) or high nibbles
+            o[2 * u] = hfma2(hfma2(lop3_and_or(v[i + u], mask, H2_1024), k[0], k[1]), k[2], k[3]);
+            o[2 * u + 1] = hfma2(hfma2(lop3_and_or(v[i + u] >> 8, mask, H2_1024), k[0], k[1]), k[2], k[3]);
+        }
+    }
+};
+// W4A16: a chunk is units 2c and 2c + 1 (16 bytes each, half h the unit 2c + h; word k of a unit elements 8k..8k + 7,
+// bits 4n element 8k + 2n, bits 16 + 4n element 8k + 2n + 1) with their groups' scales and zero points. q - z is formed
+// exactly (an integer of at most 15 in magnitude) and multiplied by s (fp16) once: w = fp16((q - z) s), the weights
+// dequant_w4a16 gives the GEMM (a separately rounded -z s, as first written, moved an AWQ fixture's logits by NMSE 1e-3).
+__device__ __forceinline__ unsigned hmul2(unsigned a, unsigned b) {
+    unsigned d;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+struct MmaW4a16 {
+    struct Raw { uint4 a0, a1; h16 s0, s1; unsigned char z0, z1; };
+    static const int PERMUTE = 0;
+    static __device__ __forceinline__ Raw load(const WView& w, const unsigned char* row, i64 r, int c) {
+        i64 g0 = r * w.groups + ((64 * c) >> w.groupShift), g1 = r * w.groups + ((64 * c + 32) >> w.groupShift);
+        return Raw{ldg16(row + 32 * c), ldg16(row + 32 * c + 16), w.scales[g0], w.scales[g1], w.zeros[g0], w.zeros[g1]};
+    }
+    // k: s, -(1024 + z), -(64 + z) (the codes at bits 0-3 are 1024 + q after the lop3; at bits 4-7 1024 + 16 q, divided by 16)
+    static __device__ __forceinline__ void consts(const Raw& q, int c, int half, unsigned* k) {
+        h16 s = half ? q.s1 : q.s0;
+        float z = (float) (half ? q.z1 : q.z0);
+        k[0] = (unsigned) s | ((unsigned) s << 16);
+        k[1] = h2_splat(-(1024.f + z));
+        k[2] = h2_splat(-(64.f + z));
+    }
+    static __device__ __forceinline__ void tile8(const Raw& q, int half, int i, const unsigned* k, unsigned* o) {
+        uint4 a = half ? q.a1 : q.a0;
+        unsigned v = i == 0 ? a.x : i == 2 ? a.y : i == 4 ? a.z : a.w;
+        o[0] = hmul2(hfma2(lop3_and_or(v, 0x000F000Fu, H2_1024), H2_ONE, k[1]), k[0]);              // (1024 + q) - (1024 + z)
+        o[1] = hmul2(hfma2(lop3_and_or(v, 0x00F000F0u, H2_1024), H2_SIXTEENTH, k[2]), k[0]);        // (1024 + 16 q) / 16 - (64 + z)
+        o[2] = hmul2(hfma2(lop3_and_or(v >> 8, 0x000F000Fu, H2_1024), H2_ONE, k[1]), k[0]);
+        o[3] = hmul2(hfma2(lop3_and_or(v >> 8, 0x00F000F0u, H2_1024), H2_SIXTEENTH, k[2]), k[0]);
+    }
+};
 
 // WARPS: the block's warps (GEMV_MMA_WARPS where the runtime launches it; the lab tries others)
-template <int WARPS = GEMV_MMA_WARPS>
-__device__ __forceinline__ void gemv_mma_q4k_impl(const WView& w, const h16* xh, int n, float* y, int rows, i64 r0, const float* addTo,
-                                                  float scale) {
+template <class Q, int WARPS = GEMV_MMA_WARPS>
+__device__ __forceinline__ void gemv_mma_impl(const WView& w, const h16* xh, int n, float* y, int rows, i64 r0, const float* addTo,
+                                              float scale) {
     __shared__ __align__(32) h16 tile[WARPS][GEMV_MMA_ROWS * GEMV_MMA_LD];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const unsigned char* row = w.data + min(r0 + lane, (i64) rows - 1) * w.rowBytes;
+    i64 r = min(r0 + lane, (i64) rows - 1);
+    const unsigned char* row = w.data + r * w.rowBytes;
     int chunks = w.cols >> 6;
     FragC acc;
     frag_zero(acc);
     h16* t = tile[warp] + lane * GEMV_MMA_LD;
-    // 1024 (the exponent of 1024 + q), 1, -1024, 1/16, -64 in both halves
-    const unsigned H1024 = 0x64006400u, ONE = 0x3C003C00u, NEG1024 = 0xE400E400u, SIXTEENTH = 0x2C002C00u, NEG64 = 0xD400D400u;
     int c = warp;
-    uint4 hd = make_uint4(0, 0, 0, 0), q0 = hd, q1 = hd;
-    if (c < chunks) {
-        const unsigned char* b = row + 144 * (c >> 2);
-        hd = ldg16(b); q0 = ldg16(b + 16 + 32 * (c & 3)); q1 = ldg16(b + 32 + 32 * (c & 3));
-    }
+    typename Q::Raw next = {};
+    if (c < chunks) next = Q::load(w, row, r, c);
     for (; c < chunks; c += WARPS) {
         FragAB fb[4];
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) wmma32_load_b_row(fb[kk], xh + (i64) (64 * c + 16 * kk) * 8, 8);
-        uint4 h = hd, a0 = q0, a1 = q1;
-        int next = c + WARPS;
-        if (next < chunks) {
-            const unsigned char* b = row + 144 * (next >> 2);
-            hd = ldg16(b); q0 = ldg16(b + 16 + 32 * (next & 3)); q1 = ldg16(b + 32 + 32 * (next & 3));
-        }
-        // sub-blocks 2jj (low nibbles) and 2jj + 1 (high): scales and mins as q4k_w decodes them
-        int jj = c & 3, sh = 16 * (jj & 1);
-        unsigned e0 = h.y >> sh, e4 = h.z >> sh, e8 = h.w >> sh;
-        bool first = jj < 2;
-        int scA = first ? e0 & 63 : (e8 & 15) | (((e0 >> 6) & 3) << 4);
-        int scB = first ? (e0 >> 8) & 63 : ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
-        int mA = first ? e4 & 63 : ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4);
-        int mB = first ? (e4 >> 8) & 63 : ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
-        float d = h2f((h16) (h.x & 0xffffu)), dmin = h2f((h16) (h.x >> 16));
-        unsigned SA = h2_splat(d * (float) scA), SB = h2_splat(d * (float) scB), MA = h2_splat(-dmin * (float) mA), MB = h2_splat(-dmin * (float) mB);
-        unsigned v[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+        typename Q::Raw q = next;
+        if (c + WARPS < chunks) next = Q::load(w, row, r, c + WARPS);
 #pragma unroll
         for (int half = 0; half < 2; half++) {
+            unsigned k[4];
+            Q::consts(q, c, half, k);
 #pragma unroll
             for (int i = 0; i < 8; i += 2) {
                 unsigned o[4];
-#pragma unroll
-                for (int u = 0; u < 2; u++) {
-                    unsigned x = v[i + u], x8 = x >> 8;
-                    if (half == 0) {   // low nibbles: (1024 + q) * 1 - 1024 = q, then q S - M
-                        o[2 * u] = hfma2(hfma2(lop3_and_or(x, 0x000F000Fu, H1024), ONE, NEG1024), SA, MA);
-                        o[2 * u + 1] = hfma2(hfma2(lop3_and_or(x8, 0x000F000Fu, H1024), ONE, NEG1024), SA, MA);
-                    } else {           // high nibbles: (1024 + 16 q) / 16 - 64 = q
-                        o[2 * u] = hfma2(hfma2(lop3_and_or(x, 0x00F000F0u, H1024), SIXTEENTH, NEG64), SB, MB);
-                        o[2 * u + 1] = hfma2(hfma2(lop3_and_or(x8, 0x00F000F0u, H1024), SIXTEENTH, NEG64), SB, MB);
-                    }
-                }
+                Q::tile8(q, half, i, k, o);
                 *reinterpret_cast<uint4*>(t + 4 * i) = make_uint4(o[0], o[1], o[2], o[3]);
             }
             __syncwarp();
@@ -966,29 +1023,32 @@ __device__ __forceinline__ void gemv_mma_q4k_impl(const WView& w, const h16* xh,
         float sum = 0.f;
 #pragma unroll
         for (int k = 0; k < WARPS; k++) sum += red[k * STRIDE + i];
-        i64 r = r0 + (i >> 3);
+        i64 ro = r0 + (i >> 3);
         int tok = i & 7;
-        if (r < rows && tok < n) {
+        if (ro < rows && tok < n) {
             float v = sum * xs[tok];
-            y[(i64) tok * rows + r] = addTo ? addTo[(i64) tok * rows + r] + scale * v : v;
+            y[(i64) tok * rows + ro] = addTo ? addTo[(i64) tok * rows + ro] + scale * v : v;
         }
     }
 }
 
-// y [n, rows] = x W^T (addTo: 0, or y = addTo + scale x W^T); grid: rows / GEMV_MMA_ROWS blocks of 32 GEMV_MMA_WARPS threads
-extern "C" __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) gemv8_mma_q4_K(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows,
-                                                                            const float* addTo, float scale) {
-    gemv_mma_q4k_impl(WEIGHT_VIEW, xh, n, y, rows, (i64) blockIdx.x * GEMV_MMA_ROWS, addTo, scale);
-}
-// several weights of one x (GemvPart table, blockStart in blocks of GEMV_MMA_ROWS rows)
-extern "C" __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) gemv8_mma_q4_K_multi(const GemvPart* parts, int nparts, int cols,
-                                                                                  const h16* xh, int n) {
-    int p = 0;
-    while (p + 1 < nparts && (int) blockIdx.x >= parts[p + 1].blockStart) p++;
-    const GemvPart& g = parts[p];
-    WView v{g.data, g.rowBytes, cols, g.groups, g.groupShift, g.scales, g.zeros};
-    gemv_mma_q4k_impl(v, xh, n, g.y, g.rows, (i64) (blockIdx.x - g.blockStart) * GEMV_MMA_ROWS, nullptr, 1.f);
-}
+// y [n, rows] = x W^T (addTo: 0, or y = addTo + scale x W^T); grid: rows / GEMV_MMA_ROWS blocks of 32 GEMV_MMA_WARPS threads.
+// _multi: several weights of one x (GemvPart table, blockStart in blocks of GEMV_MMA_ROWS rows)
+#define GEMV_MMA(SUFFIX, Q)                                                                                                  \
+    extern "C" __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) gemv8_mma_##SUFFIX(WEIGHT_PARAMS, const h16* xh, int n, \
+                                                                                  float* y, int rows, const float* addTo, float scale) { \
+        gemv_mma_impl<Q>(WEIGHT_VIEW, xh, n, y, rows, (i64) blockIdx.x * GEMV_MMA_ROWS, addTo, scale);                       \
+    }                                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) gemv8_mma_##SUFFIX##_multi(const GemvPart* parts, int nparts, \
+                                                                                        int cols, const h16* xh, int n) {   \
+        int p = 0;                                                                                                           \
+        while (p + 1 < nparts && (int) blockIdx.x >= parts[p + 1].blockStart) p++;                                           \
+        const GemvPart& g = parts[p];                                                                                        \
+        WView v{g.data, g.rowBytes, cols, g.groups, g.groupShift, g.scales, g.zeros};                                         \
+        gemv_mma_impl<Q>(v, xh, n, g.y, g.rows, (i64) (blockIdx.x - g.blockStart) * GEMV_MMA_ROWS, nullptr, 1.f);            \
+    }
+GEMV_MMA(q4_K, MmaQ4k)
+GEMV_MMA(w4a16, MmaW4a16)
 
 // MoE: out [slots, rowsPerExpert], slot s = t*topK + k: row s = x[perSlot ? s : t] . W_e^T for the routed expert
 // e = ids[s] of a stacked weight [experts, rowsPerExpert, cols]. Grid (row groups, slots); one warp per row.

@@ -208,9 +208,17 @@ public final class KernelCatalog {
     /**
      * Whether decode batches (2..GEMV_MAX_TOKENS rows) of the type run gemv8_mma_{suffix} (weights dequantized to fp16 and
      * multiplied on the tensor cores, x in fp16 scaled per row by a power of two) rather than gemv8_x16_{suffix}: Q4_K, where the
-     * x16 batch kernel is bound by instruction issue (gemv.cu, docs/BENCHMARKS.md).
+     * x16 batch kernel is bound by instruction issue (gemv.cu, docs/BENCHMARKS.md), and W4A16.
      */
     public static boolean gemvMma(String suffix) {
+        return suffix.equals("q4_K") || suffix.equals(W4A16_SUFFIX);
+    }
+
+    /** Columns a gemv8_mma_* chunk takes: weights whose width is not a multiple run gemv8_x16_*. */
+    public static final int GEMV_MMA_CHUNK_COLS = 64;
+
+    /** Whether gemv_mma_prep writes x's columns in Q4_K's order for that type's gemv8_mma_* (each 4 as 0, 2, 1, 3). */
+    public static boolean gemvMmaPermutes(String suffix) {
         return suffix.equals("q4_K");
     }
 

@@ -1,17 +1,25 @@
 package dev.v100.kernels.ref;
 
+import dev.v100.formats.w4a16.W4A16Layout;
+
+import java.lang.foreign.MemorySegment;
+
 /**
  * The operands the tensor-core decode-batch GEMV multiplies (gemv.cu's gemv_mma_prep and gemv8_mma_q4_K), as values: a
  * product of these in double is what the kernel computes up to its fp32 sums.
  * <ul>
- *   <li>x, row by row: scaled by 2^-e (e the binary exponent of the row's largest |x|, frexp's: that value lands in
- *       [0.5, 1)), rounded to fp16 (nearest, ties to even), scaled back. A row holding an infinity is rounded unscaled.</li>
- *   <li>Q4_K weights: per sub-block S = fp16(d sc) and M = fp16(-dmin m) (the fp32 products, exact, rounded to fp16 and
- *       saturated at +-65504), then w = fp16(q S + M) (one rounding: the kernel's half2 fused multiply-add).</li>
+ *   <li>x, row by row: scaled by 2^-e (e = frexp's exponent of the row's largest |x| - {@link #X_TOP}: that value lands in
+ *       [2^14, 2^15)), rounded to fp16 (nearest, ties to even), scaled back. A row holding an infinity is rounded unscaled.</li>
+ *   <li>Q4_K weights: per sub-block M = fp16(-dmin m) (the fp32 product, exact, rounded to fp16 and saturated at
+ *       +-65504), then w = fp16(d (sc q) + M) (one rounding: sc q is an exact integer, d fp16, the kernel's half2 fused
+ *       multiply-add).</li>
+ *   <li>W4A16 weights: w = fp16((q - z) s), one rounding of the exact product (s is fp16 already).</li>
  * </ul>
  */
 public final class RefMma {
     private static final int Q4K_BLOCK = 256, Q4K_BYTES = 144;
+    /** gemv.cu GEMV_MMA_X_TOP: a row's largest |x| is scaled into [2^(X_TOP - 1), 2^X_TOP). */
+    public static final int X_TOP = 15;
 
     private RefMma() {}
 
@@ -22,7 +30,7 @@ public final class RefMma {
         for (int r = 0; r < x.length; r += cols) {
             float m = 0;
             for (int i = r; i < r + cols; i++) if (!Float.isNaN(x[i])) m = Math.max(m, Math.abs(x[i]));
-            int e = m > 0 && Float.isFinite(m) ? Math.getExponent((double) m) + 1 : 0;
+            int e = m > 0 && Float.isFinite(m) ? Math.getExponent((double) m) + 1 - X_TOP : 0;
             e = Math.max(-100, Math.min(100, e));
             for (int i = r; i < r + cols; i++) {
                 float scaled = (float) ((double) x[i] * Math.scalb(1.0, -e));   // exact but for underflow, as the kernel's fp32 product
@@ -54,15 +62,29 @@ public final class RefMma {
                     }
                 }
                 for (int c = 0; c < 4; c++) {
-                    double sLo = half(Math.max(-65504, Math.min(65504, d * sc[2 * c]))), mLo = half(Math.max(-65504, Math.min(65504, -dmin * mn[2 * c])));
-                    double sHi = half(Math.max(-65504, Math.min(65504, d * sc[2 * c + 1]))), mHi = half(Math.max(-65504, Math.min(65504, -dmin * mn[2 * c + 1])));
+                    double mLo = half(Math.max(-65504, Math.min(65504, (double) (float) (-dmin * mn[2 * c]))));
+                    double mHi = half(Math.max(-65504, Math.min(65504, (double) (float) (-dmin * mn[2 * c + 1]))));
                     for (int l = 0; l < 32; l++) {
                         int q = data[b + 16 + 32 * c + l] & 0xFF;
                         int at = r * cols + sb * Q4K_BLOCK + 64 * c;
-                        out[at + l] = (float) half((q & 15) * sLo + mLo);
-                        out[at + 32 + l] = (float) half((q >> 4) * sHi + mHi);
+                        out[at + l] = (float) half((double) d * (sc[2 * c] * (q & 15)) + mLo);
+                        out[at + 32 + l] = (float) half((double) d * (sc[2 * c + 1] * (q >> 4)) + mHi);
                     }
                 }
+            }
+        }
+        return out;
+    }
+
+    /** A W4A16 part (without an index) as the kernel's fp16 weights [rows * cols]. */
+    public static float[] w4a16Weights(MemorySegment blob, W4A16Layout.Geometry g) {
+        int rows = Math.toIntExact(g.rows()), cols = Math.toIntExact(g.cols());
+        float[] out = new float[rows * cols];
+        for (int r = 0; r < rows; r++) {
+            for (int grp = 0; grp < g.groups(); grp++) {
+                double s = Float.float16ToFloat(W4A16Layout.scaleBits(blob, g, r, grp));
+                int z = W4A16Layout.zero(blob, g, r, grp);
+                for (int c = grp * g.groupSize(); c < (grp + 1) * g.groupSize(); c++) out[r * cols + c] = (float) half((W4A16Layout.code(blob, g, r, c) - z) * s);
             }
         }
         return out;

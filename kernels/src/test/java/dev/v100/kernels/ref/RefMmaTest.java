@@ -4,6 +4,9 @@ import dev.v100.formats.ggml.GgmlCodecs;
 import dev.v100.formats.ggml.GgmlType;
 import org.junit.jupiter.api.Test;
 
+import dev.v100.formats.w4a16.W4A16Layout;
+
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.SplittableRandom;
 
@@ -25,7 +28,7 @@ class RefMmaTest {
         assertEquals(0x1p-24, RefMma.half(0x1.8p-25));   // three quarters of the least subnormal round up to it
     }
 
-    /** |w_h - w| <= 2^-11 (q d sc + dmin m + |w_h|) + 2^-24: the three roundings of S, M and the sum (q <= 15). */
+    /** |w_h - w| within the roundings of M and of the sum (2^-11 of the row's largest weight each, and a bit). */
     @Test
     void q4kWeightsAreTheExactOnesWithinFp16Rounding() {
         SplittableRandom rnd = new SplittableRandom(2);
@@ -45,12 +48,41 @@ class RefMmaTest {
         assertTrue(differ > 0, "fp16 rounding changed some weights (the test would not see a decode error otherwise)");
     }
 
+    /** W4A16: (q - z) s exact in fp32; the kernel's fp16((q - z) s) is its rounding. */
+    @Test
+    void w4a16WeightsAreTheExactOnesWithinFp16Rounding() {
+        SplittableRandom rnd = new SplittableRandom(3);
+        W4A16Layout.Geometry g = new W4A16Layout.Geometry(5, 256, 64);
+        MemorySegment blob = MemorySegment.ofArray(new byte[Math.toIntExact(g.totalBytes())]);
+        for (long i = 0; i < g.weightBytes(); i++) blob.set(ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt(256));
+        int n = Math.toIntExact(g.rows() * g.groups());
+        short[] scales = new short[n];
+        byte[] zeros = new byte[n];
+        for (int i = 0; i < n; i++) {
+            scales[i] = Float.floatToFloat16((float) (0.01 * (0.5 + rnd.nextDouble())));
+            zeros[i] = (byte) rnd.nextInt(16);
+        }
+        W4A16Layout.putScalesAndZeros(g, scales, zeros, blob, 0);
+        float[] exact = W4A16Layout.dequantize(blob, g), h = RefMma.w4a16Weights(blob, g);
+        int differ = 0;
+        for (int i = 0; i < exact.length; i++) {
+            assertEquals((float) RefMma.half(exact[i]), h[i], 0f, "weight " + i);
+            if (h[i] != exact[i]) differ++;
+        }
+        assertTrue(differ > 0, "fp16 rounding changed some weights");
+    }
+
     @Test
     void xRowsKeepTheirRangeAndNonFiniteValues() {
         float[] x = {1e6f, -3e6f, 1.2345678f, 0f, 5e-3f, -7f, 1e-30f, 2f};
         float[] r = RefMma.roundedX(x, 4);
         for (int i = 0; i < x.length; i++) assertEquals(x[i], r[i], Math.abs(x[i]) * 0x1p-11 + (i < 4 ? 3e6 * 0x1p-24 : 7 * 0x1p-24), "x[" + i + "]");
         assertEquals(1e6f, r[0], 1e6f * 0x1p-11);
+        // a row spanning 28 binades (an AWQ model's norms scale channels far apart): every element within fp16's relative rounding
+        float[] wide = new float[32];
+        for (int i = 0; i < 32; i++) wide[i] = (float) Math.scalb(1.0 + i / 37.0, i * 28 / 31 - 34) * (i % 2 == 0 ? 1 : -1);
+        float[] rw = RefMma.roundedX(wide, 32);
+        for (int i = 0; i < 32; i++) assertEquals(wide[i], rw[i], Math.abs(wide[i]) * 0x1p-11, "wide row, x[" + i + "]");
         float[] inf = RefMma.roundedX(new float[] {Float.POSITIVE_INFINITY, 1f, Float.NaN, 3f}, 4);
         assertEquals(Float.POSITIVE_INFINITY, inf[0]);
         assertTrue(Float.isNaN(inf[2]));

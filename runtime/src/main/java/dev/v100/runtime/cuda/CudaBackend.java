@@ -482,7 +482,7 @@ public final class CudaBackend implements Backend {
     /** As above; with addTo (not 0), out = addTo + scale * (x w^T). */
     private void gemvX16(CudaBuffer x, CudaWeight w, CudaBuffer out, long addTo, float scale) {
         if (mmaTakes(x, w.kernels)) {
-            long xh = mmaPrep(x);
+            long xh = mmaPrep(x, w);
             w.params(device.launch(w.kernels.gemv8Mma())).ptr(xh).i32(x.rows).ptr(out.address).i32((int) w.rows).ptr(addTo).f32(scale)
                     .go((w.rows + KernelCatalog.GEMV_MMA_ROWS - 1) / KernelCatalog.GEMV_MMA_ROWS, 1, 1, 32 * KernelCatalog.GEMV_MMA_WARPS, 0);
             return;
@@ -494,15 +494,16 @@ public final class CudaBackend implements Backend {
         x16Read(x, q, List.of(out));
     }
 
-    /** Whether x's rows through a weight with these kernels run gemv8_mma_* (a decode batch of a gemvMma type). */
+    /** Whether x's rows through a weight with these kernels run gemv8_mma_* (a decode batch of a gemvMma type, whole 64-column chunks). */
     private boolean mmaTakes(CudaBuffer x, CudaWeight.Kernels k) {
-        return mmaBatches && x.rows >= 2 && x.rows <= KernelCatalog.GEMV_MAX_TOKENS && k.gemv8Mma() != null;
+        return mmaBatches && x.rows >= 2 && x.rows <= KernelCatalog.GEMV_MAX_TOKENS && k.gemv8Mma() != null
+                && x.cols % KernelCatalog.GEMV_MMA_CHUNK_COLS == 0;
     }
 
-    /** x's rows in fp16 for gemv8_mma_* (gemv_mma_prep into the scratch; a launch every time: a batch GEMV's x is read once or twice). */
-    private long mmaPrep(CudaBuffer x) {
+    /** x's rows in fp16 for w's gemv8_mma_* (gemv_mma_prep into the scratch; a launch every time: a batch GEMV's x is read once or twice). */
+    private long mmaPrep(CudaBuffer x, CudaWeight w) {
         long xh = device.scratch(mmaScratch, KernelCatalog.gemvMmaBytes(x.cols));
-        device.launch(kMmaPrep).ptr(x.address).i32((int) x.cols).i32(x.rows).ptr(xh)
+        device.launch(kMmaPrep).ptr(x.address).i32((int) x.cols).i32(x.rows).ptr(xh).i32(KernelCatalog.gemvMmaPermutes(w.kernelSuffix) ? 1 : 0)
                 .go(KernelCatalog.GEMV_MMA_PREP_PARTS, KernelCatalog.GEMV_MAX_TOKENS, 1, KernelCatalog.GEMV_MMA_PREP_THREADS, 0);
         return xh;
     }
@@ -624,7 +625,7 @@ public final class CudaBackend implements Backend {
         CudaWeight.Kernels k0 = w.get(0).kernels;
         if (mmaTakes(xb, k0)) {
             long table = mmaPartTables.get(partKey(w, o), () -> partWords(w, o, KernelCatalog.GEMV_MMA_ROWS));
-            long xh = mmaPrep(xb), blocks = 0;
+            long xh = mmaPrep(xb, w.get(0)), blocks = 0;
             for (CudaWeight wi : w) blocks += (wi.rows + KernelCatalog.GEMV_MMA_ROWS - 1) / KernelCatalog.GEMV_MMA_ROWS;
             device.launch(k0.gemv8MmaMulti()).ptr(table).i32(w.size()).i32(xb.cols).ptr(xh).i32(xb.rows)
                     .go(blocks, 1, 1, 32 * KernelCatalog.GEMV_MMA_WARPS, 0);

@@ -68,7 +68,7 @@ class CudaMatmulTest {
     /** Whether the fast GEMV of w on n token rows runs gemv8_mma_* (a decode batch on the tensor cores: fp16 x and weights). */
     static boolean mma(CudaWeight w, int n) {
         return n >= 2 && n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS && w.fastGemv && dev.v100.kernels.cuda.KernelCatalog.gemvMma(w.kernelSuffix)
-                && !"false".equals(System.getProperty(CudaBackend.GEMV_MMA_PROPERTY));
+                && w.cols % dev.v100.kernels.cuda.KernelCatalog.GEMV_MMA_CHUNK_COLS == 0 && !"false".equals(System.getProperty(CudaBackend.GEMV_MMA_PROPERTY));
     }
 
     /** Output rows x input columns x token rows; columns are whole blocks of the type. */
@@ -474,7 +474,7 @@ class CudaMatmulTest {
     }
 
     /**
-     * gemv8_mma_q4_K (decode batches of Q4_K on the tensor cores) computes the double product of its fp16 operands
+     * gemv8_mma_q4_K and gemv8_mma_w4a16 (decode batches on the tensor cores) compute the double product of their fp16 operands
      * (RefMma: x scaled per row by a power of two and rounded, weights dequantized with fp16 scales) up to fp32 sums, on
      * shapes with row blocks cut short and several chunks a warp; each row of a batch is bit for bit the same row in a
      * batch of other rows in another order (the product of one row does not depend on the others); matmulAdd is
@@ -483,17 +483,30 @@ class CudaMatmulTest {
      * non-finite and leaves the other rows as they are.
      */
     @Test
-    void mmaBatchIsTheRoundedProductAndEachRowItsOwn() {
+    void mmaBatchesAreTheRoundedProductAndEachRowItsOwn() {
         try (CudaBackend b = backend("mma batch")) {
             SplittableRandom rnd = new SplittableRandom(31);
-            for (int[] shape : new int[][] {{77, 1024}, {33, 4352}, {4096 + 40, 512}}) {
+            for (int[] shape : new int[][] {{77, 1024}, {33, 4352}, {4096 + 40, 512}})
+            for (String kind : new String[] {"q4_K", "w4a16 g32", "w4a16 g128"}) {
                 int rows = shape[0], cols = shape[1];
-                StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", GgmlType.Q4_K, rows, cols, 0.05, rnd);
-                CudaWeight w = (CudaWeight) b.weight(m.name(), GgmlType.Q4_K, new long[] {rows, cols}, m.data());
-                float[] wh = dev.v100.kernels.ref.RefMma.q4kWeights(m.data().toArray(ValueLayout.JAVA_BYTE), rows, cols);
+                CudaWeight w;
+                float[] wh, dense;
+                if (kind.equals("q4_K")) {
+                    StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", GgmlType.Q4_K, rows, cols, 0.05, rnd);
+                    w = (CudaWeight) b.weight(m.name(), GgmlType.Q4_K, new long[] {rows, cols}, m.data());
+                    wh = dev.v100.kernels.ref.RefMma.q4kWeights(m.data().toArray(ValueLayout.JAVA_BYTE), rows, cols);
+                    dense = denseOf(m, rows, cols);
+                } else {
+                    int group = kind.endsWith("g32") ? 32 : 128;
+                    W4A16Layout.Geometry g = new W4A16Layout.Geometry(rows, cols, group);
+                    MemorySegment blob = randomW4A16(g, rnd);
+                    w = (CudaWeight) b.w4a16Weight("blk.0.ffn_up.weight", new long[] {rows, cols}, group, 0, blob);
+                    wh = dev.v100.kernels.ref.RefMma.w4a16Weights(blob, g);
+                    dense = W4A16Layout.dequantize(blob, g);
+                }
                 for (int n : new int[] {2, 5, 8}) {
-                    String what = rows + " x " + cols + ", " + n + " rows";
-                    assertTrue(mma(w, n), what + ": runs gemv8_mma_q4_K");
+                    String what = kind + " " + rows + " x " + cols + ", " + n + " rows";
+                    assertTrue(mma(w, n), what + ": runs gemv8_mma_*");
                     float[] x = halves(rnd, n * cols, 1);
                     for (int i = 0; i < cols; i++) x[(n - 1) * cols + i] *= 1e6f;   // the last row far past fp16's range
                     Buffer xb = b.allocate("x", n, cols), y = b.allocate("y", n, rows);
@@ -503,7 +516,7 @@ class CudaMatmulTest {
                     float[] want = reference(wh, rows, cols, dev.v100.kernels.ref.RefMma.roundedX(x, cols), n);
                     double e = nmse(got, want);
                     assertTrue(e <= 1e-10, what + ": NMSE " + e + " against the product of the fp16 operands (" + worst(got, want) + ")");
-                    double exact = nmse(got, reference(denseOf(m, rows, cols), rows, cols, x, n));
+                    double exact = nmse(got, reference(dense, rows, cols, x, n));
                     assertTrue(exact <= MATMUL_NMSE, what + ": NMSE " + exact + " against the fp32 weights and x");
                     // the same rows reversed: each row's outputs bit for bit
                     float[] rev = new float[n * cols];
@@ -545,6 +558,22 @@ class CudaMatmulTest {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /** A decode batch of a W4A16 weight whose width is not whole 64-column chunks (96, 160) runs gemv8_x16_w4a16, as checkTwins expects. */
+    @Test
+    void mmaLeavesPartialChunksToTheX16Kernel() {
+        try (CudaBackend b = backend("mma partial chunks")) {
+            SplittableRandom rnd = new SplittableRandom(32);
+            for (int cols : new int[] {96, 160}) {
+                W4A16Layout.Geometry g = new W4A16Layout.Geometry(40, cols, 32);
+                MemorySegment blob = randomW4A16(g, rnd);
+                CudaWeight w = (CudaWeight) b.w4a16Weight("blk.0.ffn_up.weight", new long[] {40, cols}, 32, 0, blob);
+                assertFalse(mma(w, 3), cols + " columns: not the tensor-core kernel");
+                assertTrue(x16(w, 3), cols + " columns: gemv8_x16_w4a16");
+                checkTwins(b, w, W4A16Layout.dequantize(blob, g), 40, cols, 3, rnd, "W4A16 40 x " + cols + ", 3 rows");
             }
         }
     }
