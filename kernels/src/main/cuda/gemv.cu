@@ -1050,6 +1050,56 @@ __device__ __forceinline__ void gemv_mma_impl(const WView& w, const h16* xh, int
 GEMV_MMA(q4_K, MmaQ4k)
 GEMV_MMA(w4a16, MmaW4a16)
 
+// F16 (an unquantized model's every matrix; a W4A16 model's lm_head): nothing to dequantize, so the warp's WMMA loads
+// read the weight rows straight from global memory (32 rows x 16 columns a load, a 32-byte sector a row) without the
+// shared tile. Rows a multiple of GEMV_MMA_ROWS (the loads cover whole blocks of rows; KernelCatalog.gemvMmaTakes).
+template <int WARPS = GEMV_MMA_WARPS>
+__device__ __forceinline__ void gemv_mma_f16_impl(const WView& w, const h16* xh, int n, float* y, int rows, i64 r0, const float* addTo,
+                                                  float scale) {
+    __shared__ __align__(32) float red[WARPS][GEMV_MMA_ROWS * 8];
+    int warp = threadIdx.x >> 5;
+    const h16* a = reinterpret_cast<const h16*>(w.data + r0 * w.rowBytes);
+    int ld = (int) (w.rowBytes / 2), chunks = w.cols >> 6;
+    FragC acc;
+    frag_zero(acc);
+    for (int c = warp; c < chunks; c += WARPS) {
+        FragAB fa[4], fb[4];
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            wmma32_load_a_row(fa[kk], a + 64 * c + 16 * kk, ld);
+            wmma32_load_b_row(fb[kk], xh + (i64) (64 * c + 16 * kk) * 8, 8);
+        }
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) wmma32_mma_row_row(acc, fa[kk], fb[kk]);
+    }
+    wmma32_store_c_row(red[warp], acc, 8);
+    __syncthreads();
+    const float* xs = reinterpret_cast<const float*>(xh + (i64) w.cols * 8);
+    for (int i = threadIdx.x; i < GEMV_MMA_ROWS * 8; i += blockDim.x) {
+        float sum = 0.f;
+#pragma unroll
+        for (int k = 0; k < WARPS; k++) sum += red[k][i];
+        i64 ro = r0 + (i >> 3);
+        int tok = i & 7;
+        if (ro < rows && tok < n) {
+            float v = sum * xs[tok];
+            y[(i64) tok * rows + ro] = addTo ? addTo[(i64) tok * rows + ro] + scale * v : v;
+        }
+    }
+}
+extern "C" __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) gemv8_mma_f16(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows,
+                                                                         const float* addTo, float scale) {
+    gemv_mma_f16_impl(WEIGHT_VIEW, xh, n, y, rows, (i64) blockIdx.x * GEMV_MMA_ROWS, addTo, scale);
+}
+extern "C" __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) gemv8_mma_f16_multi(const GemvPart* parts, int nparts, int cols,
+                                                                               const h16* xh, int n) {
+    int p = 0;
+    while (p + 1 < nparts && (int) blockIdx.x >= parts[p + 1].blockStart) p++;
+    const GemvPart& g = parts[p];
+    WView v{g.data, g.rowBytes, cols, g.groups, g.groupShift, g.scales, g.zeros};
+    gemv_mma_f16_impl(v, xh, n, g.y, g.rows, (i64) (blockIdx.x - g.blockStart) * GEMV_MMA_ROWS, nullptr, 1.f);
+}
+
 // MoE: out [slots, rowsPerExpert], slot s = t*topK + k: row s = x[perSlot ? s : t] . W_e^T for the routed expert
 // e = ids[s] of a stacked weight [experts, rowsPerExpert, cols]. Grid (row groups, slots); one warp per row.
 template <int T>

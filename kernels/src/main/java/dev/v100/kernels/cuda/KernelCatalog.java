@@ -147,13 +147,13 @@ public final class KernelCatalog {
                     add("gemv", k + t, GEMV_X16_THREADS, 0);
                     add("gemv", k + t + "_multi", GEMV_X16_THREADS, 0);
                 }
-                if (gemvMma(t)) {
-                    add("gemv", "gemv8_mma_" + t, 32 * GEMV_MMA_WARPS, 0);
-                    add("gemv", "gemv8_mma_" + t + "_multi", 32 * GEMV_MMA_WARPS, 0);
-                }
             } else {
                 add("gemv", "gemv_" + t, GEMV_THREADS, 0);
                 add("gemv", "gemv8_" + t, GEMV_THREADS, 0);
+            }
+            if (gemvMma(t)) {
+                add("gemv", "gemv8_mma_" + t, 32 * GEMV_MMA_WARPS, 0);
+                add("gemv", "gemv8_mma_" + t + "_multi", 32 * GEMV_MMA_WARPS, 0);
             }
             add("gemv", "gemv_ref_" + t, GEMV_THREADS, 0);
             add("gemm", "gemm_" + t, GEMM_THREADS, 0);
@@ -208,11 +208,23 @@ public final class KernelCatalog {
     /**
      * Whether decode batches (2..GEMV_MAX_TOKENS rows) of the type run gemv8_mma_{suffix} (weights dequantized to fp16 and
      * multiplied on the tensor cores, x in fp16 scaled per row by a power of two) rather than gemv8_x16_{suffix}: Q4_K, where the
-     * x16 batch kernel is bound by instruction issue (gemv.cu, docs/BENCHMARKS.md), and W4A16.
+     * x16 batch kernel is bound by instruction issue (gemv.cu, docs/BENCHMARKS.md), W4A16, and F16 (an unquantized model's
+     * matrices, a W4A16 model's lm_head: gemv8_f16 read ~1 TB/s).
      */
     public static boolean gemvMma(String suffix) {
-        return suffix.equals("q4_K") || suffix.equals(W4A16_SUFFIX);
+        return suffix.equals("q4_K") || suffix.equals(W4A16_SUFFIX) || suffix.equals("f16");
     }
+
+    /**
+     * Whether a decode batch through a weight of that type and shape runs gemv8_mma_*: a gemvMma type, whole
+     * GEMV_MMA_CHUNK_COLS-column chunks, and for F16 (whose kernel reads whole blocks of rows) rows a multiple of GEMV_MMA_ROWS.
+     */
+    public static boolean gemvMmaTakes(String suffix, long rows, long cols) {
+        return gemvMma(suffix) && cols % GEMV_MMA_CHUNK_COLS == 0 && (!suffix.equals("f16") || rows % GEMV_MMA_ROWS == 0);
+    }
+
+    /** gemv8_mma_f16's WMMA loads read the weight in place: its address must be a multiple of this (the loads' 256 bits). */
+    public static final int GEMV_MMA_F16_ALIGN_BYTES = 32;
 
     /** Columns a gemv8_mma_* chunk takes: weights whose width is not a multiple run gemv8_x16_*. */
     public static final int GEMV_MMA_CHUNK_COLS = 64;

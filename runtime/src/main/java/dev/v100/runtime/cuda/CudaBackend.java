@@ -461,7 +461,7 @@ public final class CudaBackend implements Backend {
             throw new BackendException("the fast GEMV needs " + KernelCatalog.gemvAlignBytes(w.kernelSuffix) + "-byte alignment and whole 32-column units: "
                     + w + ", x " + x);
         }
-        if (w.kernels.x16()) {
+        if (w.kernels.x16() || mmaTakes(x, w)) {
             gemvX16(x, w, out);
             return;
         }
@@ -481,7 +481,7 @@ public final class CudaBackend implements Backend {
 
     /** As above; with addTo (not 0), out = addTo + scale * (x w^T). */
     private void gemvX16(CudaBuffer x, CudaWeight w, CudaBuffer out, long addTo, float scale) {
-        if (mmaTakes(x, w.kernels)) {
+        if (mmaTakes(x, w)) {
             long xh = mmaPrep(x, w);
             w.params(device.launch(w.kernels.gemv8Mma())).ptr(xh).i32(x.rows).ptr(out.address).i32((int) w.rows).ptr(addTo).f32(scale)
                     .go((w.rows + KernelCatalog.GEMV_MMA_ROWS - 1) / KernelCatalog.GEMV_MMA_ROWS, 1, 1, 32 * KernelCatalog.GEMV_MMA_WARPS, 0);
@@ -494,10 +494,11 @@ public final class CudaBackend implements Backend {
         x16Read(x, q, List.of(out));
     }
 
-    /** Whether x's rows through a weight with these kernels run gemv8_mma_* (a decode batch of a gemvMma type, whole 64-column chunks). */
-    private boolean mmaTakes(CudaBuffer x, CudaWeight.Kernels k) {
-        return mmaBatches && x.rows >= 2 && x.rows <= KernelCatalog.GEMV_MAX_TOKENS && k.gemv8Mma() != null
-                && x.cols % KernelCatalog.GEMV_MMA_CHUNK_COLS == 0;
+    /** Whether x's rows through w run gemv8_mma_* (a decode batch through a weight KernelCatalog.gemvMmaTakes). */
+    private boolean mmaTakes(CudaBuffer x, CudaWeight w) {
+        return mmaBatches && x.rows >= 2 && x.rows <= KernelCatalog.GEMV_MAX_TOKENS && w.kernels.gemv8Mma() != null
+                && KernelCatalog.gemvMmaTakes(w.kernelSuffix, w.rows, w.cols)
+                && (!w.kernelSuffix.equals("f16") || w.address % KernelCatalog.GEMV_MMA_F16_ALIGN_BYTES == 0);
     }
 
     /** x's rows in fp16 for w's gemv8_mma_* (gemv_mma_prep into the scratch; a launch every time: a batch GEMV's x is read once or twice). */
@@ -623,7 +624,7 @@ public final class CudaBackend implements Backend {
         device.bind();
         for (CudaWeight wi : w) note(wi);
         CudaWeight.Kernels k0 = w.get(0).kernels;
-        if (mmaTakes(xb, k0)) {
+        if (w.stream().allMatch(wi -> mmaTakes(xb, wi))) {
             long table = mmaPartTables.get(partKey(w, o), () -> partWords(w, o, KernelCatalog.GEMV_MMA_ROWS));
             long xh = mmaPrep(xb, w.get(0)), blocks = 0;
             for (CudaWeight wi : w) blocks += (wi.rows + KernelCatalog.GEMV_MMA_ROWS - 1) / KernelCatalog.GEMV_MMA_ROWS;

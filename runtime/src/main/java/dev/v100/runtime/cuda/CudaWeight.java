@@ -46,7 +46,7 @@ final class CudaWeight implements Weight {
                    CudaKernel gemv8MmaMulti, int gemvRows, CudaKernel gemvRef, CudaKernel gemm, CudaKernel dequant, CudaKernel expert, CudaKernel expertX16,
                    CudaKernel expertX16Short, CudaKernel embed) {
         static Kernels of(CudaDevice d, String suffix) {
-            boolean x16 = KernelCatalog.gemvX16(suffix), mma = x16 && KernelCatalog.gemvMma(suffix);
+            boolean x16 = KernelCatalog.gemvX16(suffix), mma = KernelCatalog.gemvMma(suffix);
             String one = x16 ? "gemv_x16_" : "gemv_", batch = x16 ? "gemv8_x16_" : "gemv8_";
             return new Kernels(x16, d.kernel(one + suffix), d.kernel(batch + suffix), x16 ? d.kernel(one + suffix + "_multi") : null,
                     x16 ? d.kernel(batch + suffix + "_multi") : null, mma ? d.kernel("gemv8_mma_" + suffix) : null,

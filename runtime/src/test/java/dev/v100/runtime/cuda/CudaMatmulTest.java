@@ -67,8 +67,9 @@ class CudaMatmulTest {
 
     /** Whether the fast GEMV of w on n token rows runs gemv8_mma_* (a decode batch on the tensor cores: fp16 x and weights). */
     static boolean mma(CudaWeight w, int n) {
-        return n >= 2 && n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS && w.fastGemv && dev.v100.kernels.cuda.KernelCatalog.gemvMma(w.kernelSuffix)
-                && w.cols % dev.v100.kernels.cuda.KernelCatalog.GEMV_MMA_CHUNK_COLS == 0 && !"false".equals(System.getProperty(CudaBackend.GEMV_MMA_PROPERTY));
+        return n >= 2 && n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS && w.fastGemv
+                && dev.v100.kernels.cuda.KernelCatalog.gemvMmaTakes(w.kernelSuffix, w.rows, w.cols) && !"false".equals(System.getProperty(CudaBackend.GEMV_MMA_PROPERTY))
+                && (!w.kernelSuffix.equals("f16") || w.address % dev.v100.kernels.cuda.KernelCatalog.GEMV_MMA_F16_ALIGN_BYTES == 0);
     }
 
     /** Output rows x input columns x token rows; columns are whole blocks of the type. */
@@ -487,11 +488,15 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("mma batch")) {
             SplittableRandom rnd = new SplittableRandom(31);
             for (int[] shape : new int[][] {{77, 1024}, {33, 4352}, {4096 + 40, 512}})
-            for (String kind : new String[] {"q4_K", "w4a16 g32", "w4a16 g128"}) {
-                int rows = shape[0], cols = shape[1];
+            for (String kind : new String[] {"q4_K", "w4a16 g32", "w4a16 g128", "f16"}) {
+                int rows = kind.equals("f16") ? (shape[0] + 31) / 32 * 32 : shape[0], cols = shape[1];   // (F16: whole blocks of 32 rows)
                 CudaWeight w;
                 float[] wh, dense;
-                if (kind.equals("q4_K")) {
+                if (kind.equals("f16")) {
+                    StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", GgmlType.F16, rows, cols, 0.05, rnd);
+                    w = (CudaWeight) b.weight(m.name(), GgmlType.F16, new long[] {rows, cols}, m.data());
+                    wh = dense = denseOf(m, rows, cols);
+                } else if (kind.equals("q4_K")) {
                     StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", GgmlType.Q4_K, rows, cols, 0.05, rnd);
                     w = (CudaWeight) b.weight(m.name(), GgmlType.Q4_K, new long[] {rows, cols}, m.data());
                     wh = dev.v100.kernels.ref.RefMma.q4kWeights(m.data().toArray(ValueLayout.JAVA_BYTE), rows, cols);
@@ -562,11 +567,18 @@ class CudaMatmulTest {
         }
     }
 
-    /** A decode batch of a W4A16 weight whose width is not whole 64-column chunks (96, 160) runs gemv8_x16_w4a16, as checkTwins expects. */
+    /**
+     * A decode batch of a W4A16 weight whose width is not whole 64-column chunks (96, 160) runs gemv8_x16_w4a16, an F16 one of
+     * 40 rows (not whole blocks of 32) gemv8_f16, as checkTwins expects.
+     */
     @Test
     void mmaLeavesPartialChunksToTheX16Kernel() {
         try (CudaBackend b = backend("mma partial chunks")) {
             SplittableRandom rnd = new SplittableRandom(32);
+            StoredMatrix f = RandomBlocks.matrix("blk.0.ffn_up.weight", GgmlType.F16, 40, 256, 0.05, rnd);
+            CudaWeight wf = (CudaWeight) b.weight(f.name(), GgmlType.F16, new long[] {40, 256}, f.data());
+            assertFalse(mma(wf, 3), "F16 of 40 rows: not the tensor-core kernel");
+            checkTwins(b, wf, denseOf(f, 40, 256), 40, 256, 3, rnd, "F16 40 x 256, 3 rows");
             for (int cols : new int[] {96, 160}) {
                 W4A16Layout.Geometry g = new W4A16Layout.Geometry(40, cols, 32);
                 MemorySegment blob = randomW4A16(g, rnd);
