@@ -140,7 +140,7 @@ __device__ __forceinline__ void load32h(const h16* p, float* out) {
     }
 }
 
-// ---- WMMA m16n16k16, fp16 inputs, fp32 accumulators (Volta tensor cores), as inline PTX ------------
+// ---- WMMA, fp16 inputs, fp32 accumulators (Volta tensor cores), as inline PTX ------------------------
 // Fragments are opaque per-lane register sets; pointers are generic addresses aligned to 32 bytes,
 // leading dimensions in elements (a multiple of 8 for fp16, of 4 for fp32).
 struct FragAB { unsigned x[8]; };
@@ -151,21 +151,25 @@ __device__ __forceinline__ void frag_zero(FragC& c) {
     for (int i = 0; i < 8; i++) c.x[i] = 0.f;
 }
 
-#define V100_WMMA_LOAD_AB(NAME, OP, LAYOUT)                                                                   \
+// SHAPE: "m16n16k16" (the GEMM and attention tiles) or "m32n8k16" (A 32 x 16, B 16 x 8, C 32 x 8: decode batches of
+// up to 8 token rows, gemv8_mma_*); both shapes' fragments are 8 registers a lane.
+#define V100_WMMA_LOAD_AB(NAME, OP, LAYOUT, SHAPE)                                                            \
     __device__ __forceinline__ void NAME(FragAB& a, const h16* p, int ld) {                                  \
-        asm volatile("wmma.load." OP ".sync.aligned." LAYOUT ".m16n16k16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;" \
+        asm volatile("wmma.load." OP ".sync.aligned." LAYOUT "." SHAPE ".f16 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;" \
                      : "=r"(a.x[0]), "=r"(a.x[1]), "=r"(a.x[2]), "=r"(a.x[3]), "=r"(a.x[4]), "=r"(a.x[5]),    \
                        "=r"(a.x[6]), "=r"(a.x[7])                                                            \
                      : "l"(p), "r"(ld)                                                                      \
                      : "memory");                                                                    \
     }
-V100_WMMA_LOAD_AB(wmma_load_a_row, "a", "row")
-V100_WMMA_LOAD_AB(wmma_load_b_col, "b", "col")
-V100_WMMA_LOAD_AB(wmma_load_b_row, "b", "row")
+V100_WMMA_LOAD_AB(wmma_load_a_row, "a", "row", "m16n16k16")
+V100_WMMA_LOAD_AB(wmma_load_b_col, "b", "col", "m16n16k16")
+V100_WMMA_LOAD_AB(wmma_load_b_row, "b", "row", "m16n16k16")
+V100_WMMA_LOAD_AB(wmma32_load_a_row, "a", "row", "m32n8k16")
+V100_WMMA_LOAD_AB(wmma32_load_b_row, "b", "row", "m32n8k16")
 
-#define V100_WMMA_MMA(NAME, LAYOUTS)                                                                          \
+#define V100_WMMA_MMA(NAME, LAYOUTS, SHAPE)                                                                   \
     __device__ __forceinline__ void NAME(FragC& d, const FragAB& a, const FragAB& b) {                       \
-        asm volatile("wmma.mma.sync.aligned." LAYOUTS ".m16n16k16.f32.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, "        \
+        asm volatile("wmma.mma.sync.aligned." LAYOUTS "." SHAPE ".f32.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, "        \
                      "{%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19,%20,%21,%22,%23}, {%0,%1,%2,%3,%4,%5,%6,%7};" \
                      : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3]), "+f"(d.x[4]), "+f"(d.x[5]),    \
                        "+f"(d.x[6]), "+f"(d.x[7])                                                            \
@@ -173,15 +177,19 @@ V100_WMMA_LOAD_AB(wmma_load_b_row, "b", "row")
                        "r"(a.x[7]), "r"(b.x[0]), "r"(b.x[1]), "r"(b.x[2]), "r"(b.x[3]), "r"(b.x[4]), "r"(b.x[5]), \
                        "r"(b.x[6]), "r"(b.x[7]));                                                            \
     }
-V100_WMMA_MMA(wmma_mma_row_col, "row.col")
-V100_WMMA_MMA(wmma_mma_row_row, "row.row")
+V100_WMMA_MMA(wmma_mma_row_col, "row.col", "m16n16k16")
+V100_WMMA_MMA(wmma_mma_row_row, "row.row", "m16n16k16")
+V100_WMMA_MMA(wmma32_mma_row_row, "row.row", "m32n8k16")
 
-__device__ __forceinline__ void wmma_store_c_row(float* p, const FragC& d, int ld) {
-    asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f32 [%0], {%1,%2,%3,%4,%5,%6,%7,%8}, %9;"
-                 :: "l"(p), "f"(d.x[0]), "f"(d.x[1]), "f"(d.x[2]), "f"(d.x[3]), "f"(d.x[4]), "f"(d.x[5]),
-                    "f"(d.x[6]), "f"(d.x[7]), "r"(ld)
-                 : "memory");
-}
+#define V100_WMMA_STORE_C(NAME, SHAPE)                                                                        \
+    __device__ __forceinline__ void NAME(float* p, const FragC& d, int ld) {                                 \
+        asm volatile("wmma.store.d.sync.aligned.row." SHAPE ".f32 [%0], {%1,%2,%3,%4,%5,%6,%7,%8}, %9;"       \
+                     :: "l"(p), "f"(d.x[0]), "f"(d.x[1]), "f"(d.x[2]), "f"(d.x[3]), "f"(d.x[4]), "f"(d.x[5]),   \
+                        "f"(d.x[6]), "f"(d.x[7]), "r"(ld)                                                    \
+                     : "memory");                                                                           \
+    }
+V100_WMMA_STORE_C(wmma_store_c_row, "m16n16k16")
+V100_WMMA_STORE_C(wmma32_store_c_row, "m32n8k16")
 
 __device__ __forceinline__ void wmma_load_c_row(FragC& d, const float* p, int ld) {
     asm volatile("wmma.load.c.sync.aligned.row.m16n16k16.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;"
@@ -191,28 +199,3 @@ __device__ __forceinline__ void wmma_load_c_row(FragC& d, const float* p, int ld
                  : "memory");
 }
 
-// ---- WMMA m32n8k16 (A 32 x 16, B 16 x 8, C 32 x 8; the same fragment sizes): decode batches on the tensor cores
-#define V100_WMMA32_LOAD_AB(NAME, OP, LAYOUT)                                                                 \
-    __device__ __forceinline__ void NAME(FragAB& a, const h16* p, int ld) {                                  \
-        asm volatile("wmma.load." OP ".sync.aligned." LAYOUT ".m32n8k16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;" \
-                     : "=r"(a.x[0]), "=r"(a.x[1]), "=r"(a.x[2]), "=r"(a.x[3]), "=r"(a.x[4]), "=r"(a.x[5]),    \
-                       "=r"(a.x[6]), "=r"(a.x[7])                                                            \
-                     : "l"(p), "r"(ld)                                                                      \
-                     : "memory");                                                                           \
-    }
-V100_WMMA32_LOAD_AB(wmma32_load_a_row, "a", "row")
-V100_WMMA32_LOAD_AB(wmma32_load_b_row, "b", "row")
-
-__device__ __forceinline__ void wmma32_mma_row_row(FragC& d, const FragAB& a, const FragAB& b) {
-    asm volatile("wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, "
-                 "{%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19,%20,%21,%22,%23}, {%0,%1,%2,%3,%4,%5,%6,%7};"
-                 : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3]), "+f"(d.x[4]), "+f"(d.x[5]), "+f"(d.x[6]), "+f"(d.x[7])
-                 : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(a.x[4]), "r"(a.x[5]), "r"(a.x[6]), "r"(a.x[7]),
-                   "r"(b.x[0]), "r"(b.x[1]), "r"(b.x[2]), "r"(b.x[3]), "r"(b.x[4]), "r"(b.x[5]), "r"(b.x[6]), "r"(b.x[7]));
-}
-
-__device__ __forceinline__ void wmma32_store_c_row(float* p, const FragC& d, int ld) {
-    asm volatile("wmma.store.d.sync.aligned.row.m32n8k16.f32 [%0], {%1,%2,%3,%4,%5,%6,%7,%8}, %9;"
-                 :: "l"(p), "f"(d.x[0]), "f"(d.x[1]), "f"(d.x[2]), "f"(d.x[3]), "f"(d.x[4]), "f"(d.x[5]), "f"(d.x[6]), "f"(d.x[7]), "r"(ld)
-                 : "memory");
-}

@@ -857,18 +857,19 @@ GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 // |x| itself (the whole row, from L2: a few KiB to 56 KiB) and writes part p of the row (rows n.. zeros); permute: Q4_K's
 // column order
 #define GEMV_MMA_PREP_PARTS 4
-#define GEMV_MMA_X_TOP 15   // a row's largest |x| lands in [2^(GEMV_MMA_X_TOP - 1), 2^GEMV_MMA_X_TOP)
+#define GEMV_MMA_X_TOP 15   // a row's largest finite |x| lands in [2^(GEMV_MMA_X_TOP - 1), 2^GEMV_MMA_X_TOP)
+static_assert(GEMV_MAX_N == 8, "xh holds 8 token rows a column: WMMA m32n8k16's N");
 extern "C" __global__ void gemv_mma_prep(const float* __restrict__ x, int K, int n, h16* __restrict__ xh, int permute) {
     __shared__ float red[32];
     int t = blockIdx.y;
     const float* xr = x + (i64) t * K;
     float m = 0.f;
-    if (t < n)
-        for (int k = threadIdx.x; k < K; k += blockDim.x) m = fmaxf(m, fabsf(xr[k]));   // (NaN ignored; it reaches y through xh)
+    if (t < n)   // the finite values' largest (NaN and infinities reach y through xh as they are)
+        for (int k = threadIdx.x; k < K; k += blockDim.x) if (isfinite(xr[k])) m = fmaxf(m, fabsf(xr[k]));
     m = block_max(m, red);
     int e = 0;
-    if (m > 0.f && isfinite(m)) frexpf(m, &e);
-    e = max(-100, min(100, e - GEMV_MMA_X_TOP));
+    if (m > 0.f) frexpf(m, &e);
+    e = max(-100, min(113, e - GEMV_MMA_X_TOP));   // (113: the largest finite float's exponent 128, less 15)
     float inv = t < n ? ldexpf(1.f, -e) : 0.f;
     int part = (K + GEMV_MMA_PREP_PARTS - 1) / GEMV_MMA_PREP_PARTS, end = min(K, ((int) blockIdx.x + 1) * part);
     for (int k = blockIdx.x * part + threadIdx.x; k < end; k += blockDim.x) {

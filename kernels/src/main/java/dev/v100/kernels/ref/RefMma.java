@@ -8,8 +8,8 @@ import java.lang.foreign.MemorySegment;
  * The operands the tensor-core decode-batch GEMV multiplies (gemv.cu's gemv_mma_prep and gemv8_mma_q4_K), as values: a
  * product of these in double is what the kernel computes up to its fp32 sums.
  * <ul>
- *   <li>x, row by row: scaled by 2^-e (e = frexp's exponent of the row's largest |x| - {@link #X_TOP}: that value lands in
- *       [2^14, 2^15)), rounded to fp16 (nearest, ties to even), scaled back. A row holding an infinity is rounded unscaled.</li>
+ *   <li>x, row by row: scaled by 2^-e (e = frexp's exponent of the row's largest finite |x| - {@link #X_TOP}: that value
+ *       lands in [2^14, 2^15)), rounded to fp16 (nearest, ties to even), scaled back; NaN and infinities stay as they are.</li>
  *   <li>Q4_K weights: per sub-block M = fp16(-dmin m) (the fp32 product, exact, rounded to fp16 and saturated at
  *       +-65504), then w = fp16(d (sc q) + M) (one rounding: sc q is an exact integer, d fp16, the kernel's half2 fused
  *       multiply-add).</li>
@@ -29,9 +29,9 @@ public final class RefMma {
         float[] out = new float[x.length];
         for (int r = 0; r < x.length; r += cols) {
             float m = 0;
-            for (int i = r; i < r + cols; i++) if (!Float.isNaN(x[i])) m = Math.max(m, Math.abs(x[i]));
-            int e = m > 0 && Float.isFinite(m) ? Math.getExponent((double) m) + 1 - X_TOP : 0;
-            e = Math.max(-100, Math.min(100, e));
+            for (int i = r; i < r + cols; i++) if (Float.isFinite(x[i])) m = Math.max(m, Math.abs(x[i]));
+            int e = m > 0 ? Math.getExponent((double) m) + 1 - X_TOP : 0;
+            e = Math.max(-100, Math.min(113, e));
             for (int i = r; i < r + cols; i++) {
                 float scaled = (float) ((double) x[i] * Math.scalb(1.0, -e));   // exact but for underflow, as the kernel's fp32 product
                 out[i] = (float) Math.scalb((double) Float.float16ToFloat(Float.floatToFloat16(scaled)), e);

@@ -83,10 +83,14 @@ class RefMmaTest {
         for (int i = 0; i < 32; i++) wide[i] = (float) Math.scalb(1.0 + i / 37.0, i * 28 / 31 - 34) * (i % 2 == 0 ? 1 : -1);
         float[] rw = RefMma.roundedX(wide, 32);
         for (int i = 0; i < 32; i++) assertEquals(wide[i], rw[i], Math.abs(wide[i]) * 0x1p-11, "wide row, x[" + i + "]");
-        float[] inf = RefMma.roundedX(new float[] {Float.POSITIVE_INFINITY, 1f, Float.NaN, 3f}, 4);
+        // an infinity or a NaN does not set the row's scale: the finite values keep theirs (3.3 rounds as alone)
+        float[] inf = RefMma.roundedX(new float[] {Float.POSITIVE_INFINITY, 1f, Float.NaN, 3.3f}, 4);
         assertEquals(Float.POSITIVE_INFINITY, inf[0]);
         assertTrue(Float.isNaN(inf[2]));
-        assertEquals(3f, inf[3]);
+        assertEquals(RefMma.roundedX(new float[] {0f, 1f, 0f, 3.3f}, 4)[3], inf[3]);
+        assertEquals(3.3f, inf[3], 3.3f * 0x1p-11);
+        // the largest floats are scaled, not overflowed
+        assertEquals(3e38f, RefMma.roundedX(new float[] {3e38f, 1f}, 2)[0], 3e38f * 0x1p-11);
         assertThrows(IllegalArgumentException.class, () -> RefMma.roundedX(new float[5], 4));
     }
 }

@@ -494,9 +494,13 @@ public final class CudaBackend implements Backend {
         x16Read(x, q, List.of(out));
     }
 
-    /** Whether x's rows through w run gemv8_mma_* (a decode batch through a weight KernelCatalog.gemvMmaTakes). */
-    private boolean mmaTakes(CudaBuffer x, CudaWeight w) {
+    /**
+     * Whether x's rows through w run gemv8_mma_* (a decode batch through a plain matrix KernelCatalog.gemvMmaTakes, x as wide
+     * as its stored rows: an act-order weight's x is gathered first).
+     */
+    boolean mmaTakes(CudaBuffer x, CudaWeight w) {
         return mmaBatches && x.rows >= 2 && x.rows <= KernelCatalog.GEMV_MAX_TOKENS && w.kernels.gemv8Mma() != null
+                && w.vector == 0 && w.expertRows == 0 && x.cols == w.cols && w.fastGemv
                 && KernelCatalog.gemvMmaTakes(w.kernelSuffix, w.rows, w.cols)
                 && (!w.kernelSuffix.equals("f16") || w.address % KernelCatalog.GEMV_MMA_F16_ALIGN_BYTES == 0);
     }

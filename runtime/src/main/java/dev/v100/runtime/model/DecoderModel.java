@@ -225,7 +225,9 @@ public final class DecoderModel implements AutoCloseable {
     /**
      * One decode step of several sequences at once: token i of the sequence in slot {@code slots[i]} at
      * position {@code positions[i]} (each extending its own caches), as one batch of rows: every weight
-     * is read once for all of them. Equals running each token alone through {@link #forward(int, int[], int, boolean)}.
+     * is read once for all of them. Equals running each token alone through {@link #forward(int, int[], int, boolean)}
+     * up to the backend's batch GEMV: the same bits on the CPU backend and the CUDA x16 kernels; within fp16's rounding of x
+     * and the weights where CUDA runs a batch on the tensor cores (Q4_K, W4A16, F16: KernelCatalog.gemvMma).
      *
      * @return logits [slots.length, vocab]
      */

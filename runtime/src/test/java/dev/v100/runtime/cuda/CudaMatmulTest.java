@@ -407,7 +407,7 @@ class CudaMatmulTest {
                 // the two Q4_K in one launch, the odd one alone (first): mixed, Q5_K's float GEMV, then quantize + the Q4_K pair;
                 // x16 mixed, quantize + Q8_0's GEMV, then the Q4_K pair on the same copy of x (a batch of Q4_K: its own fp16 copy
                 // of x, gemv_mma_prep, then gemv8_mma_q4_K_multi)
-                boolean mmaPair = n >= 2 && !kind.equals("w4a16");
+                boolean mmaPair = n >= 2;
                 assertEquals(kind.equals("x16 mixed") && mmaPair ? 4 : kind.contains("mixed") ? 3 : 2, launches, what + ": launches of matmulEach");
                 for (int i = 0; i < rows.length; i++) {
                     assertArrayEquals(b.read(singles.get(i)), b.read(outs.get(i)), what + ": output " + i + " of matmulEach vs its own matmul");
@@ -511,10 +511,11 @@ class CudaMatmulTest {
                 }
                 for (int n : new int[] {2, 5, 8}) {
                     String what = kind + " " + rows + " x " + cols + ", " + n + " rows";
-                    assertTrue(mma(w, n), what + ": runs gemv8_mma_*");
                     float[] x = halves(rnd, n * cols, 1);
+                    for (int i = 0; i < cols; i++) x[i] = (float) rnd.nextGaussian();   // the first row not fp16 values
                     for (int i = 0; i < cols; i++) x[(n - 1) * cols + i] *= 1e6f;   // the last row far past fp16's range
                     Buffer xb = b.allocate("x", n, cols), y = b.allocate("y", n, rows);
+                    assertTrue(mma(w, n) && b.mmaTakes((CudaBuffer) xb, w), what + ": runs gemv8_mma_*");
                     b.write(xb, x, 0);
                     b.matmul(xb, w, y);
                     float[] got = b.read(y);
@@ -577,13 +578,13 @@ class CudaMatmulTest {
             SplittableRandom rnd = new SplittableRandom(32);
             StoredMatrix f = RandomBlocks.matrix("blk.0.ffn_up.weight", GgmlType.F16, 40, 256, 0.05, rnd);
             CudaWeight wf = (CudaWeight) b.weight(f.name(), GgmlType.F16, new long[] {40, 256}, f.data());
-            assertFalse(mma(wf, 3), "F16 of 40 rows: not the tensor-core kernel");
+            assertFalse(mma(wf, 3) || b.mmaTakes((CudaBuffer) b.allocate("x", 3, 256), wf), "F16 of 40 rows: not the tensor-core kernel");
             checkTwins(b, wf, denseOf(f, 40, 256), 40, 256, 3, rnd, "F16 40 x 256, 3 rows");
             for (int cols : new int[] {96, 160}) {
                 W4A16Layout.Geometry g = new W4A16Layout.Geometry(40, cols, 32);
                 MemorySegment blob = randomW4A16(g, rnd);
                 CudaWeight w = (CudaWeight) b.w4a16Weight("blk.0.ffn_up.weight", new long[] {40, cols}, 32, 0, blob);
-                assertFalse(mma(w, 3), cols + " columns: not the tensor-core kernel");
+                assertFalse(mma(w, 3) || b.mmaTakes((CudaBuffer) b.allocate("x", 3, cols), w), cols + " columns: not the tensor-core kernel");
                 assertTrue(x16(w, 3), cols + " columns: gemv8_x16_w4a16");
                 checkTwins(b, w, W4A16Layout.dequantize(blob, g), 40, cols, 3, rnd, "W4A16 40 x " + cols + ", 3 rows");
             }
