@@ -41,6 +41,9 @@ export PATH="$JAVA_HOME/bin:$PATH"
 V100_JVM_FLAGS=(--enable-native-access=ALL-UNNAMED -XX:+UseParallelGC)
 # the runtime's CPU fast paths use the Vector API (an incubator module in JDK 25)
 V100_RUNTIME_JVM_FLAGS=("${V100_JVM_FLAGS[@]}" --add-modules jdk.incubator.vector -Djdk.incubator.vector.VECTOR_ACCESS_OOB_CHECK=0)
+# V100_JAVA_OPTS: extra JVM options for the launchers (as tools/device/run.sh takes them), e.g. -Dv100.cuda.gemvMma=false
+read -r -a v100_extra_opts <<< "${V100_JAVA_OPTS:-}"
+V100_RUNTIME_JVM_FLAGS+=("${v100_extra_opts[@]}")
 
 # Runs Maven with the JDK found above; the build itself also enforces Java >= 25.
 v100_mvn() {
