@@ -17,7 +17,8 @@
 // The 4/6/8-bit float dots never convert integers to floats (dot32 below). Needs rowBytes and the weight's
 // address 16-byte aligned and cols a multiple of 32 (the launcher checks).
 //
-// gemv8_<t> (2 <= n <= 8, a decode batch): gemv_small_impl below.
+// gemv8_<t> (2 <= n <= 8, a decode batch): gemv_small_impl below; gemv8_x16_<t> for the x16 types; gemv8_mma_<t> (tensor
+// cores, fp16 operands) for Q4_K, W4A16 and F16 where the runtime takes them (KernelCatalog.gemvMmaTakes).
 //
 // gemv_ref_<t>, the reference twin (and the path for weights the fast one does not take): one warp per
 // output row, its lanes walking the row's units straight from global memory. Tests compare the two.
