@@ -62,28 +62,25 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
-// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the total.
-// red: __shared__ float[32]. Contains __syncthreads: call from all threads.
-__device__ __forceinline__ float block_sum(float v, float* red) {
+// A warp reduction (warp_sum, warp_max) over the block (blockDim.x a multiple of 32, at most 1024): every thread
+// gets the result; lanes past the block's warps contribute `none`. red: __shared__ float[32]. Contains
+// __syncthreads: call from all threads.
+template <float (*WARP)(float)>
+__device__ __forceinline__ float block_reduce(float v, float* red, float none) {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_sum(v);
+    v = WARP(v);
     __syncthreads();
     if (lane == 0) red[warp] = v;
     __syncthreads();
-    float t = lane < nw ? red[lane] : 0.f;
-    return warp_sum(t);
+    float t = lane < nw ? red[lane] : none;
+    return WARP(t);
 }
 
-// Largest value over the block (as block_sum; NaN ignored as fmaxf ignores it).
-__device__ __forceinline__ float block_max(float v, float* red) {
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_max(v);
-    __syncthreads();
-    if (lane == 0) red[warp] = v;
-    __syncthreads();
-    float t = lane < nw ? red[lane] : -INFINITY;
-    return warp_max(t);
-}
+// Sum over the block.
+__device__ __forceinline__ float block_sum(float v, float* red) { return block_reduce<warp_sum>(v, red, 0.f); }
+
+// Largest value over the block (NaN ignored as fmaxf ignores it).
+__device__ __forceinline__ float block_max(float v, float* red) { return block_reduce<warp_max>(v, red, -INFINITY); }
 
 // x in 16 bits for gemv_x16_* (layout and reasons in gemv.cu): unit u of a K-column row, a value per lane of a
 // whole warp (every lane must call it). s = max |x| / 32767 over the unit (NaN when any x is not finite, so that
