@@ -2,6 +2,7 @@ package dev.v100.kernels.ref;
 
 import dev.v100.formats.ggml.GgmlType;
 import dev.v100.formats.ggml.UnsupportedGgmlTypeException;
+import dev.v100.formats.w4a16.W4A16Layout;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -91,5 +92,24 @@ public final class RandomBlocks {
         MemorySegment seg = MemorySegment.ofArray(new byte[Math.toIntExact(rows * type.rowBytes(cols))]);
         fill(type, seg, 0, rows * cols, magnitude, rnd);
         return new StoredMatrix(name, type, seg, rows, cols);
+    }
+
+    /**
+     * A random W4A16 part without an index: random codes, fp16 scales of 0.005..0.015, zero points 8 or (one group in
+     * three) any of 0..15.
+     */
+    public static MemorySegment w4a16(W4A16Layout.Geometry g, SplittableRandom rnd) {
+        byte[] bytes = new byte[Math.toIntExact(g.totalBytes())];
+        MemorySegment blob = MemorySegment.ofArray(bytes);
+        for (long i = 0; i < g.weightBytes(); i++) blob.set(ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt(256));
+        int n = Math.toIntExact(g.rows() * g.groups());
+        short[] scales = new short[n];
+        byte[] zeros = new byte[n];
+        for (int i = 0; i < n; i++) {
+            scales[i] = Float.floatToFloat16((float) (0.01 * (0.5 + rnd.nextDouble())));
+            zeros[i] = (byte) (rnd.nextInt(3) == 0 ? rnd.nextInt(16) : 8);
+        }
+        W4A16Layout.putScalesAndZeros(g, scales, zeros, blob, 0);
+        return blob;
     }
 }

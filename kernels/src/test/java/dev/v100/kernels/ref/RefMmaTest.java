@@ -53,16 +53,7 @@ class RefMmaTest {
     void w4a16WeightsAreTheExactOnesWithinFp16Rounding() {
         SplittableRandom rnd = new SplittableRandom(3);
         W4A16Layout.Geometry g = new W4A16Layout.Geometry(5, 256, 64);
-        MemorySegment blob = MemorySegment.ofArray(new byte[Math.toIntExact(g.totalBytes())]);
-        for (long i = 0; i < g.weightBytes(); i++) blob.set(ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt(256));
-        int n = Math.toIntExact(g.rows() * g.groups());
-        short[] scales = new short[n];
-        byte[] zeros = new byte[n];
-        for (int i = 0; i < n; i++) {
-            scales[i] = Float.floatToFloat16((float) (0.01 * (0.5 + rnd.nextDouble())));
-            zeros[i] = (byte) rnd.nextInt(16);
-        }
-        W4A16Layout.putScalesAndZeros(g, scales, zeros, blob, 0);
+        MemorySegment blob = RandomBlocks.w4a16(g, rnd);
         float[] exact = W4A16Layout.dequantize(blob, g), h = RefMma.w4a16Weights(blob, g);
         int differ = 0;
         for (int i = 0; i < exact.length; i++) {

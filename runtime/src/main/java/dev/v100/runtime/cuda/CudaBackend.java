@@ -506,6 +506,12 @@ public final class CudaBackend implements Backend {
                 && (!w.kernelSuffix.equals("f16") || w.address % KernelCatalog.GEMV_MMA_F16_ALIGN_BYTES == 0);
     }
 
+    /** mmaTakes for every weight (a loop: this runs on every decode step's q/k/v and gate/up). */
+    private boolean mmaTakesAll(CudaBuffer x, List<CudaWeight> ws) {
+        for (CudaWeight w : ws) if (!mmaTakes(x, w)) return false;
+        return true;
+    }
+
     /** x's rows in fp16 for w's gemv8_mma_* (gemv_mma_prep into the scratch; a launch every time: a batch GEMV's x is read once or twice). */
     private long mmaPrep(CudaBuffer x, CudaWeight w) {
         long xh = device.scratch(mmaScratch, KernelCatalog.gemvMmaBytes(x.cols));
@@ -629,7 +635,7 @@ public final class CudaBackend implements Backend {
         device.bind();
         for (CudaWeight wi : w) note(wi);
         CudaWeight.Kernels k0 = w.get(0).kernels;
-        if (w.stream().allMatch(wi -> mmaTakes(xb, wi))) {
+        if (mmaTakesAll(xb, w)) {
             long table = mmaPartTables.get(partKey(w, o), () -> partWords(w, o, KernelCatalog.GEMV_MMA_ROWS));
             long xh = mmaPrep(xb, w.get(0)), blocks = 0;
             for (CudaWeight wi : w) blocks += (wi.rows + KernelCatalog.GEMV_MMA_ROWS - 1) / KernelCatalog.GEMV_MMA_ROWS;

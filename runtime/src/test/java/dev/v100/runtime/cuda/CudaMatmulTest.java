@@ -757,18 +757,7 @@ class CudaMatmulTest {
 
     /** Random codes, fp16 scales around 0.01 and zero points 0..15 (8 most often, as symmetric sources store). */
     static MemorySegment randomW4A16(W4A16Layout.Geometry g, SplittableRandom rnd) {
-        byte[] bytes = new byte[Math.toIntExact(g.totalBytes())];
-        MemorySegment blob = MemorySegment.ofArray(bytes);
-        for (long i = 0; i < g.weightBytes(); i++) blob.set(ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt(256));
-        int n = Math.toIntExact(g.rows() * g.groups());
-        short[] scales = new short[n];
-        byte[] zeros = new byte[n];
-        for (int i = 0; i < n; i++) {
-            scales[i] = Float.floatToFloat16((float) (0.01 * (0.5 + rnd.nextDouble())));
-            zeros[i] = (byte) (rnd.nextInt(3) == 0 ? rnd.nextInt(16) : 8);
-        }
-        W4A16Layout.putScalesAndZeros(g, scales, zeros, blob, 0);
-        return blob;
+        return RandomBlocks.w4a16(g, rnd);
     }
 
     @Test
