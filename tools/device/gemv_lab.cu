@@ -10,7 +10,7 @@
 // (docs/BENCHMARKS.md): the shipped R2 T64 layout stayed, Q4_K took U = 2.
 // The x16 rows also give the layer replayed as one CUDA graph (as the runtime runs a decode step; added in the sixth
 // session, not yet run): one-by-one launches are bound at ~4.2 us each by the launch rate.
-// Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K f16 (all)]
+// Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K f16 (all) | prefetch | mma | diag | persist]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -189,6 +189,120 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) mma_var(WEIGHT_PARAMS, const
 }
 __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) mma_shipped(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows) {
     gemv_mma_impl<MmaQ4k>(WEIGHT_VIEW, xh, n, y, rows, (i64) blockIdx.x * GEMV_MMA_ROWS, nullptr, 1.f);
+}
+
+// ---- What holds the Q4_K x16 GEMV below the streaming read? (tenth session; `gemv_lab 8 diag`) ----
+// The shipped item (Q4kItem, R2 T64 U2) beside three variants that each drop one part of its work: the loads
+// alone (the same addresses, the words xor-ed: no decode, no dp4a), the weights with x16 made from registers (no x
+// loads), and the full arithmetic on weights that stay in L2 (every row index folded into the first 64 rows).
+// Their times a layer against the shipped one and the streaming read say whether loads (DRAM or L1), x traffic or
+// arithmetic is the limit.
+struct RawX { uint4 ha, la, hb, lb; float sA, sB, qA, qB; };
+struct RawW { uint4 hd, qv; };
+struct Q4kLoadsOnly {
+    static const int SHIFT = 5;
+    static const bool INLINE = true;
+    typedef RawX X;
+    typedef RawW W;
+    static __device__ __forceinline__ X x(const unsigned char* xq, int K, int it, int tid) {
+        X16 v = x16_view(xq, K);
+        int uA = 8 * (it >> 3) + 2 * ((tid >> 1) & 3), h = tid & 1;
+        return X{ldg16(v.hi + 32 * uA + 16 * h), ldg16(v.lo + 32 * uA + 16 * h), ldg16(v.hi + 32 * uA + 32 + 16 * h), ldg16(v.lo + 32 * uA + 32 + 16 * h),
+                 __ldg(v.scale + uA), __ldg(v.scale + uA + 1), __ldg(v.sum16 + 2 * uA + h), __ldg(v.sum16 + 2 * uA + 2 + h)};
+    }
+    static __device__ __forceinline__ W w(const WView& v, i64 r, int it, int tid) {
+        const unsigned char* b = v.data + r * v.rowBytes + 144 * (it >> 3);
+        return W{ldg16(b), ldg16(b + 16 + 32 * ((tid >> 1) & 3) + 16 * (tid & 1))};
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        unsigned a = w.hd.x ^ w.hd.y ^ w.hd.z ^ w.hd.w ^ w.qv.x ^ w.qv.y ^ w.qv.z ^ w.qv.w;
+        a ^= x.ha.x ^ x.ha.y ^ x.ha.z ^ x.ha.w ^ x.la.x ^ x.la.y ^ x.la.z ^ x.la.w ^ x.hb.x ^ x.hb.y ^ x.hb.z ^ x.hb.w ^ x.lb.x ^ x.lb.y ^ x.lb.z ^ x.lb.w;
+        return __int_as_float(a & 0x807fffffu) + x.sA + x.sB + x.qA + x.qB;
+    }
+};
+struct Q4kNoXLoads : Q4kItem {   // x16 from registers (varies with it so it is not hoisted)
+    static __device__ __forceinline__ X x(const unsigned char*, int, int it, int tid) {
+        unsigned b = 0x01020304u * (unsigned) (it + tid);
+        return X{{b, b ^ 1u, b ^ 2u, b ^ 3u}, {b ^ 4u, b ^ 5u, b ^ 6u, b ^ 7u}, {b ^ 8u, b ^ 9u, b ^ 10u, b ^ 11u}, {b ^ 12u, b ^ 13u, b ^ 14u, b ^ 15u},
+                 1e-3f, 2e-3f, (float) it, (float) tid};
+    }
+};
+struct Q4kL2Weights : Q4kItem {   // every row read is one of the first 64 (147 KB for 4096 columns: L2-resident)
+    static __device__ __forceinline__ W w(const WView& v, i64 r, int it, int tid) { return Q4kItem::w(v, r & 63, it, tid); }
+};
+template <class Q>
+__global__ void __launch_bounds__(GEMV_X16_THREADS, GEMV_X16_Q4K_MIN_BLOCKS) diag_q4k(WEIGHT_PARAMS, const unsigned char* xq, int n, float* y, int rows,
+                                                                                   const float* addTo, float scale) {
+    gemv_x16_impl<Q, GEMV_X16_ROWS, 1, GEMV_X16_THREADS, 2>(WEIGHT_VIEW, xq, 1, y, rows, (i64) blockIdx.x * GEMV_X16_ROWS, nullptr, 1.f);
+}
+
+// ---- A persistent kernel per step (tenth session; `gemv_lab 8 persist`) ----
+// The ninth session measured that a step of ~290 dependent launches caps a streaming read of the weights at ~0.70 of
+// the copy rate. Does one kernel running every layer's GEMVs as phases, the blocks meeting at a grid barrier where
+// the runtime has a launch boundary, do better with the real Q4_K arithmetic? And does asking L2 for each block's
+// first rows of the next matrix before it waits at the barrier (the weights do not depend on the barrier) hide the
+// barrier's wait? Blocks of 8 warps, each warp a group of 2 rows (gemv_x16_impl with TPR 32: no block barrier inside
+// a GEMV), 16 rows an item, the grid every block resident (cooperative launch). barriers: 4 a layer (one per GEMV
+// boundary) or 9 (one per launch boundary of the runtime's chain: norm, q k v, qk_prep, attention, o, norm, gate up,
+// silu, down).
+#define PL_WARPS 8
+#define PL_ROWS (PL_WARPS * GEMV_X16_ROWS)
+struct PlMat { const unsigned char* data; i64 rowBytes; int rows, cols; };
+struct PlPhase { PlMat m[3]; int nm; };   // a GEMV phase: up to 3 matrices (q k v; gate up) as one row space
+__device__ __forceinline__ void grid_barrier(unsigned* bar, unsigned& gen) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned target = ++gen * gridDim.x;
+        __threadfence();
+        atomicAdd(bar, 1u);
+        unsigned v;
+        do { asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(bar)); } while (v < target);
+    }
+    __syncthreads();
+}
+__device__ __forceinline__ void pl_prefetch_first(const PlPhase& ph) {   // this block's first item's rows into L2
+    int item = blockIdx.x, left = item * PL_ROWS;
+    for (int k = 0; k < ph.nm; k++) {
+        if (left < ph.m[k].rows) {
+            const unsigned char* p = ph.m[k].data + (i64) left * ph.m[k].rowBytes;
+            i64 bytes = (i64) min(PL_ROWS, ph.m[k].rows - left) * ph.m[k].rowBytes;
+            for (i64 o = (i64) threadIdx.x * 128; o < bytes; o += (i64) blockDim.x * 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
+            return;
+        }
+        left -= ph.m[k].rows;
+    }
+}
+__device__ __forceinline__ void pl_gemv(const PlPhase& ph, const unsigned char* xq, float* y) {
+    int total = 0;
+    for (int k = 0; k < ph.nm; k++) total += (ph.m[k].rows + PL_ROWS - 1) / PL_ROWS;
+    for (int item = blockIdx.x; item < total; item += gridDim.x) {
+        int left = item;
+        for (int k = 0; k < ph.nm; k++) {
+            int its = (ph.m[k].rows + PL_ROWS - 1) / PL_ROWS;
+            if (left < its) {
+                WView v{ph.m[k].data, ph.m[k].rowBytes, ph.m[k].cols, 0, 0, nullptr, nullptr};
+                gemv_x16_impl<Q4kItem, GEMV_X16_ROWS, 1, 32, 2>(v, xq, 1, y, ph.m[k].rows, (i64) left * PL_ROWS, nullptr, 1.f);
+                break;
+            }
+            left -= its;
+        }
+    }
+}
+// phases: layers * 4 GEMV phases in order; barriers 4 or 9 a layer; prefetch: L2 ask before each wait
+__global__ void __launch_bounds__(32 * PL_WARPS) persist_layers(const PlPhase* phases, int layers, const unsigned char* xq, float* y, unsigned* bar,
+                                                                 int nineBarriers, int prefetch) {
+    unsigned gen = 0;
+    for (int l = 0; l < layers; l++)
+        for (int g = 0; g < 4; g++) {
+            const PlPhase& ph = phases[l * 4 + g];
+            // the small ops before this GEMV: norm (g 0), qk_prep + attention (g 1), norm (g 2), silu (g 3): a barrier each
+            int before = nineBarriers ? (g == 1 ? 2 : 1) : 1;
+            for (int b = 0; b < before; b++) {
+                if (prefetch && b == 0) pl_prefetch_first(ph);
+                grid_barrier(bar, gen);
+            }
+            pl_gemv(ph, xq, y);
+        }
 }
 
 // ---- host side ----
@@ -409,6 +523,139 @@ int main(int argc, char** argv) {
         }
         CK(cudaGetLastError());
         for (auto& m : mats) cudaFree(m.data);
+        return 0;
+    }
+    if (only && std::string(only) == "persist") {   // a persistent kernel per step (above) against the launch chain
+        std::vector<Mat> mats;
+        double layerBytes = 0;
+        for (int l = 0; l < LAYERS; l++)
+            for (int i = 0; i < NS; i++) {
+                mats.push_back(make("q4_K", shapes[i].rows, shapes[i].cols, 4242u + 29u * (l * NS + i)));
+                if (l == 0) layerBytes += mats.back().bytes;
+            }
+        unsigned char* xq;
+        unsigned* bar;
+        float* yb;
+        CK(cudaMalloc(&xq, 3 * 14336));
+        CK(cudaMalloc(&bar, 4));
+        CK(cudaMalloc(&yb, 3 * 14336 * 4));
+        gemv_x16_quantize<<<14336 / 32, 128, 0, s>>>(x, 14336, 1, xq);
+        std::vector<PlPhase> hp;
+        auto pm = [&](const Mat& m) { return PlMat{m.data, m.rowBytes, m.rows, m.cols}; };
+        for (int l = 0; l < LAYERS; l++) {
+            const Mat* L = &mats[l * NS];
+            hp.push_back(PlPhase{{pm(L[0]), pm(L[1]), pm(L[2])}, 3});
+            hp.push_back(PlPhase{{pm(L[3])}, 1});
+            hp.push_back(PlPhase{{pm(L[4]), pm(L[5])}, 2});
+            hp.push_back(PlPhase{{pm(L[6])}, 1});
+        }
+        PlPhase* dp;
+        CK(cudaMalloc(&dp, hp.size() * sizeof(PlPhase)));
+        CK(cudaMemcpy(dp, hp.data(), hp.size() * sizeof(PlPhase), cudaMemcpyHostToDevice));
+        int perSm = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, persist_layers, 32 * PL_WARPS, 0));
+        CK(cudaDeviceSynchronize());
+        printf("\npersistent kernel per step (Q4_K, %d layers of %.1f MB; us a layer, best of 5; %d resident blocks of %d threads an SM)\n", LAYERS,
+               layerBytes / 1e6, perSm, 32 * PL_WARPS);
+        printf("| structure | us a layer | GB/s |\n|---|---|---|\n");
+        auto row = [&](const std::string& name, float us) { printf("| %s | %.1f | %.0f |\n", name.c_str(), us, layerBytes / (us / 1e6) / 1e9); };
+        // the launch chain: shipped GEMVs (a launch a matrix), with and without an empty kernel for each small op
+        for (int empties : {0, 1})
+            row(empties ? "launch chain: gemv_x16_q4_K a matrix + 5 empty kernels a layer (graph)" : "launch chain: gemv_x16_q4_K a matrix (graph)",
+                time_graph(s, e0, e1, [&] {
+                    for (int l = 0; l < LAYERS; l++)
+                        for (int i = 0; i < NS; i++) {
+                            if (empties && (i == 0 || i == 3 || i == 4 || i == 6)) empty_op<<<1, 32, 0, s>>>();
+                            if (empties && i == 3) empty_op<<<1, 32, 0, s>>>();
+                            const Mat& m = mats[l * NS + i];
+                            gemv_x16_q4_K<<<(m.rows + 1) / 2, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq,
+                                                                                         1, y, m.rows, nullptr, 1.f);
+                        }
+                }) * 1e3f / LAYERS);
+        // correctness of the persistent GEMV: layer 0's phases against the twin, matrix by matrix (one launch, 4 barriers)
+        for (int per : {1, 2, perSm}) {
+            if (per < 1 || per > perSm) continue;
+            int grid = per * sms;
+            for (int nine : {0, 1})
+                for (int pf : {0, 1}) {
+                    int layers = LAYERS;
+                    int nineB = nine, pre = pf;
+                    float best = 1e30f;
+                    for (int rep = 0; rep < 6; rep++) {
+                        CK(cudaMemsetAsync(bar, 0, 4, s));
+                        void* args[] = {&dp, &layers, &xq, &yb, &bar, &nineB, &pre};
+                        CK(cudaEventRecord(e0, s));
+                        CK(cudaLaunchCooperativeKernel((void*) persist_layers, grid, 32 * PL_WARPS, args, 0, s));
+                        CK(cudaEventRecord(e1, s));
+                        CK(cudaEventSynchronize(e1));
+                        float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
+                        if (rep > 0) best = std::min(best, ms);
+                    }
+                    row("persistent, " + std::to_string(per) + " blocks an SM, " + (nine ? "9" : "4") + " barriers a layer" + (pf ? ", L2 ask before each" : ""),
+                        best * 1e3f / LAYERS);
+                }
+        }
+        // the persistent GEMV's result on layer 0's matrices against the twin (the last phase's y is the down matrix)
+        {
+            double worst = 0;
+            for (int i = 0; i < NS; i++) {
+                const Mat& m = mats[i];
+                PlPhase one{{pm(m)}, 1};
+                int layers = 1, zero = 0;
+                // one "layer" whose 4 phases are all this matrix
+                PlPhase four[4] = {one, one, one, one};
+                CK(cudaMemcpy(dp, four, sizeof(four), cudaMemcpyHostToDevice));
+                CK(cudaMemsetAsync(bar, 0, 4, s));
+                void* args[] = {&dp, &layers, &xq, &y, &bar, &zero, &zero};
+                launch(gemv_ref_q4_K, m, x, yr, 4, 128, s);
+                CK(cudaLaunchCooperativeKernel((void*) persist_layers, sms, 32 * PL_WARPS, args, 0, s));
+                CK(cudaStreamSynchronize(s));
+                worst = std::max(worst, relErr(m.rows));
+            }
+            printf("persistent GEMV vs the twin: rel. L2 error %.1e (x16's rounding: ~1e-5)\n", worst);
+        }
+        CK(cudaGetLastError());
+        return 0;
+    }
+    if (only && std::string(only) == "diag") {   // what holds the Q4_K x16 GEMV (above)
+        std::vector<Mat> mats;
+        double layerBytes = 0;
+        for (int l = 0; l < LAYERS; l++)
+            for (int i = 0; i < NS; i++) {
+                mats.push_back(make("q4_K", shapes[i].rows, shapes[i].cols, 999u + 17u * (l * NS + i)));
+                if (l == 0) layerBytes += mats.back().bytes;
+            }
+        unsigned char* xq;
+        unsigned* sink;
+        CK(cudaMalloc(&xq, 3 * 14336));
+        CK(cudaMalloc(&sink, 4));
+        gemv_x16_quantize<<<14336 / 32, 128, 0, s>>>(x, 14336, 1, xq);
+        CK(cudaDeviceSynchronize());
+        printf("\nQ4_K x16 GEMV parts (%d layers of %.1f MB; us a layer, a launch a matrix, in a graph, best of 5)\n", LAYERS, layerBytes / 1e6);
+        printf("| variant | us a layer | GB/s of the layer's bytes |\n|---|---|---|\n");
+        auto row = [&](const char* name, float us) { printf("| %s | %.1f | %.0f |\n", name, us, layerBytes / (us / 1e6) / 1e9); };
+        X16Kern ks[] = {gemv_x16_q4_K, diag_q4k<Q4kLoadsOnly>, diag_q4k<Q4kNoXLoads>, diag_q4k<Q4kL2Weights>};
+        const char* names[] = {"shipped gemv_x16_q4_K", "its loads alone (xor, no decode)", "no x loads (x16 from registers), full arithmetic",
+                               "weights from L2 (rows folded into 64), full arithmetic"};
+        for (int v = 0; v < 4; v++)
+            row(names[v], time_graph(s, e0, e1, [&] {
+                    for (int l = 0; l < LAYERS; l++)
+                        for (int i = 0; i < NS; i++) {
+                            const Mat& m = mats[l * NS + i];
+                            ks[v]<<<(m.rows + 1) / 2, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, 1, y,
+                                                                                 m.rows, nullptr, 1.f);
+                        }
+                }) * 1e3f / LAYERS);
+        for (int per : {8, 16})
+            row(per == 8 ? "stream read, 8 blocks of 256 an SM" : "stream read, 16 blocks of 256 an SM", time_graph(s, e0, e1, [&] {
+                    for (int l = 0; l < LAYERS; l++)
+                        for (int i = 0; i < NS; i++) {
+                            Ranges r{};
+                            r.p[0] = (const uint4*) mats[l * NS + i].data; r.n[0] = mats[l * NS + i].bytes / 16;
+                            stream_read<<<sms * per, 256, 0, s>>>(r, sink);
+                        }
+                }) * 1e3f / LAYERS);
+        CK(cudaGetLastError());
         return 0;
     }
     if (only && std::string(only) == "mma") {   // the tensor-core Q4_K GEMV (above) against the shipped x16 kernels, n = 1 and 8
