@@ -374,6 +374,7 @@ __device__ void attn_merge(const float* partO, const float* partML, int heads, i
 }
 
 #define QT 32   // query rows per prefill block
+#define PF_CHUNKS 8   // 16-byte K (and V) chunks a thread of attn_prefill holds for the next tile (kt * hd / 8 / THREADS: 8 for hd 128 and 256)
 
 __device__ __forceinline__ int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
@@ -400,27 +401,67 @@ extern "C" __global__ void attn_prefill(const float* q, int n, int heads, int kv
     int kvh = h / (heads / kvHeads);
     int rowsHere = min(QT, n - q0);
     i64 qStride = (i64) heads * hd;
+    // vec: K and V tiles moved as 16-byte chunks (a tile is kt consecutive rows of one page: kt divides PAGE), every
+    // load of a tile issued before any is used and the next tile's issued before this one's arithmetic
+    const bool vec = (hd & 7) == 0 && (pageStride & 7) == 0 && (kt * hd / 8) <= PF_CHUNKS * THREADS;
     for (int i = tid; i < QT * hdp; i += blockDim.x) {
         int r = i / hdp, d = i % hdp;
         Qs[r * dp + d] = r < rowsHere && d < hd ? f2h_sat(q[(i64) (q0 + r) * qStride + (i64) h * hd + d]) : (h16) 0;
         O[r * dp + d] = 0.f;
     }
+    if (vec && hd < hdp)   // the WMMA padding columns of K and V, zero once (the chunks below cover only [0, hd))
+        for (int i = tid; i < kt * (hdp - hd); i += blockDim.x) {
+            int j = i / (hdp - hd), d = hd + i % (hdp - hd);
+            Ks[j * dp + d] = (h16) 0;
+            Vs[j * dp + d] = (h16) 0;
+        }
     if (tid < QT) { Mx[tid] = -INFINITY; Lx[tid] = 0.f; }
     i64 vOff = (i64) kvHeads * PAGE * hd;
     int kEnd = startPos + q0 + rowsHere;      // keys [0, kEnd) are visible to some row of the tile
+    const int cpr = hd >> 3, chunks = kt * cpr;   // 16-byte chunks a row, a tile
+    uint4 kr[PF_CHUNKS], vr[PF_CHUNKS];
+    // this thread's chunks of the tile at kb (rows past kcnt: zeros)
+    auto loadTile = [&](int kb) {
+        int kcnt = min(kt, kEnd - kb);
+        const h16* base = k_row(pool, table, pageStride, hd, kvh, kb);
+#pragma unroll
+        for (int u = 0; u < PF_CHUNKS; u++) {
+            int i = tid + u * THREADS, j = i / cpr;
+            kr[u] = make_uint4(0u, 0u, 0u, 0u);
+            vr[u] = kr[u];
+            if (i < chunks && j < kcnt) {
+                const uint4* src = reinterpret_cast<const uint4*>(base + (i64) j * hd + 8 * (i - j * cpr));
+                kr[u] = src[0];
+                vr[u] = src[vOff >> 3];
+            }
+        }
+    };
+    if (vec && kEnd > 0) loadTile(0);
     for (int kb = 0; kb < kEnd; kb += kt) {
         int kcnt = min(kt, kEnd - kb);
         __syncthreads();   // previous tile's P V done with Ks/Vs/P
-        for (int i = tid; i < kt * hdp; i += blockDim.x) {
-            int j = i / hdp, d = i % hdp;
-            h16 kv = 0, vv = 0;
-            if (j < kcnt && d < hd) {
-                const h16* kr = k_row(pool, table, pageStride, hd, kvh, kb + j);
-                kv = kr[d];
-                vv = kr[vOff + d];
+        if (vec) {
+#pragma unroll
+            for (int u = 0; u < PF_CHUNKS; u++) {
+                int i = tid + u * THREADS, j = i / cpr;
+                if (i < chunks) {
+                    *reinterpret_cast<uint4*>(Ks + j * dp + 8 * (i - j * cpr)) = kr[u];
+                    *reinterpret_cast<uint4*>(Vs + j * dp + 8 * (i - j * cpr)) = vr[u];
+                }
             }
-            Ks[j * dp + d] = kv;
-            Vs[j * dp + d] = vv;
+            if (kb + kt < kEnd) loadTile(kb + kt);   // in flight during this tile's arithmetic
+        } else {
+            for (int i = tid; i < kt * hdp; i += blockDim.x) {
+                int j = i / hdp, d = i % hdp;
+                h16 kv = 0, vv = 0;
+                if (j < kcnt && d < hd) {
+                    const h16* kr = k_row(pool, table, pageStride, hd, kvh, kb + j);
+                    kv = kr[d];
+                    vv = kr[vOff + d];
+                }
+                Ks[j * dp + d] = kv;
+                Vs[j * dp + d] = vv;
+            }
         }
         __syncthreads();
         // S = Q K^T, [QT, kt]
