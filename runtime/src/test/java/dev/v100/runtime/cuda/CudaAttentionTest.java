@@ -214,6 +214,75 @@ class CudaAttentionTest {
         }
     }
 
+    /**
+     * attn_decode_gqa (a block a kv head: K and V read once for its group of query heads) is attn_decode to the bit: the
+     * same decode rows of one sequence (1 to 4 rows, across page edges) and a decode batch of sequences at different
+     * lengths, through a backend running every decode attention on it and one running none, for groups of 2, 4, 7 and
+     * 8 query heads a kv head and head dims 8 to 256; a geometry it does not take (head dim 80) stays on attn_decode.
+     */
+    @Test
+    void groupedDecodeIsAttnDecodeBitForBit() {
+        Geometry[] gs = {new Geometry(4, 2, 8), new Geometry(8, 2, 128), new Geometry(32, 8, 128), new Geometry(28, 4, 128),
+                new Geometry(16, 2, 256), new Geometry(8, 1, 64)};
+        for (Geometry g : gs) {
+            float[][] outs = new float[2][];
+            for (int m = 0; m < 2; m++) {
+                String mode = m == 0 ? "all" : "off";
+                System.setProperty(CudaBackend.ATTN_GQA_PROPERTY, mode);
+                try (CudaBackend b = backend("gqa " + mode + " " + g)) {
+                    assertEquals(m == 0, b.attnGqaTakes(g.heads(), g.kvHeads(), g.headDim(), 1), g + " " + mode);
+                    outs[m] = decodeOutputs(b, g, new SplittableRandom(77 + g.headDim()));
+                } finally {
+                    System.clearProperty(CudaBackend.ATTN_GQA_PROPERTY);
+                }
+            }
+            assertFalse(Float.isNaN(outs[0][0]), g + ": an output was not written");
+            assertArrayEquals(outs[1], outs[0], g + ": attn_decode_gqa vs attn_decode");
+        }
+        try (CudaBackend b = backend("gqa 80")) {
+            assertFalse(b.attnGqaTakes(6, 2, 80, 4), "head dim 80: attn_decode's unchunked path");
+            assertFalse(b.attnGqaTakes(20, 1, 64, 4), "a group of 20 query heads: over the kernel's 8");
+            assertFalse(b.attnGqaTakes(8, 8, 128, 4), "no grouping");
+            assertTrue(b.attnGqaTakes(32, 8, 128, 2) && !b.attnGqaTakes(32, 8, 128, 1), "by default batches only");
+        }
+    }
+
+    /** Every decode output of a fixed sequence of attention calls (prefill fills, decode rows, a decode batch), concatenated. */
+    private static float[] decodeOutputs(CudaBackend b, Geometry g, SplittableRandom rnd) {
+        int hd = g.headDim(), qCols = g.heads() * hd, kvCols = g.kvHeads() * hd;
+        float scale = (float) (1 / Math.sqrt(hd));
+        java.util.List<float[]> got = new java.util.ArrayList<>();
+        KvCache cache = b.allocateKvCache(g.kvHeads(), hd, 400);
+        int pos = 0;
+        for (int n : new int[] {61, 1, 3, 1, 4, 60, 2, 1}) {   // prefill chunks (over 4 rows) fill; decode rows cross page 64 and 128
+            Buffer[] io = io(b, n, qCols, kvCols, halves(rnd, n * qCols, 2), halves(rnd, n * kvCols, 2), halves(rnd, n * kvCols, 1));
+            b.attention(io[0], io[1], io[2], cache, pos, scale, io[3]);
+            if (n <= 4) got.add(b.read(io[3]));
+            pos += n;
+        }
+        int[] lengths = {0, 63, 64, 200, 5};   // a decode batch, each row in its own cache
+        KvCache[] caches = new KvCache[lengths.length];
+        for (int i = 0; i < lengths.length; i++) {
+            caches[i] = b.allocateKvCache(g.kvHeads(), hd, lengths[i] + 2);
+            if (lengths[i] > 0) {
+                int m = lengths[i];
+                Buffer[] io = io(b, m, qCols, kvCols, halves(rnd, m * qCols, 2), halves(rnd, m * kvCols, 2), halves(rnd, m * kvCols, 1));
+                b.attention(io[0], io[1], io[2], caches[i], 0, scale, io[3]);
+            }
+        }
+        int n = lengths.length;
+        Buffer[] io = io(b, n, qCols, kvCols, halves(rnd, n * qCols, 2), halves(rnd, n * kvCols, 2), halves(rnd, n * kvCols, 1));
+        b.attentionRows(io[0], io[1], io[2], caches, lengths, scale, io[3]);
+        got.add(b.read(io[3]));
+        int total = got.stream().mapToInt(a -> a.length).sum(), at = 0;
+        float[] all = new float[total];
+        for (float[] a : got) {
+            System.arraycopy(a, 0, all, at, a.length);
+            at += a.length;
+        }
+        return all;
+    }
+
     /** q, k, v written, and an output poisoned with NaN. */
     private static Buffer[] io(CudaBackend b, int n, int qCols, int kvCols, float[] q, float[] k, float[] v) {
         Buffer qb = b.allocate("q", n, qCols), kb = b.allocate("k", n, kvCols), vb = b.allocate("v", n, kvCols), ob = b.allocate("o", n, qCols);
