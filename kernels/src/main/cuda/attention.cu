@@ -120,14 +120,6 @@ extern "C" __global__ void qk_prep(float* q, float* k, const float* v, int n, in
 
 #define V_PRE 8   // V rows a thread of the chunked P V loads before the scores (8 is every row for hd 128)
 
-// q's 8 values (qa, qb) dotted with the 8 halves of a K chunk (attn_decode and attn_decode_gqa: one expression, so the
-// two kernels' scores are the same bits)
-__device__ __forceinline__ float qk_dot8(float4 qa, float4 qb, uint4 k) {
-    return qa.x * h2f((h16) (k.x & 0xffffu)) + qa.y * h2f((h16) (k.x >> 16)) + qa.z * h2f((h16) (k.y & 0xffffu))
-         + qa.w * h2f((h16) (k.y >> 16)) + qb.x * h2f((h16) (k.z & 0xffffu)) + qb.y * h2f((h16) (k.z >> 16))
-         + qb.z * h2f((h16) (k.w & 0xffffu)) + qb.w * h2f((h16) (k.w >> 16));
-}
-
 // a[0..8) += pj * the 8 halves of vv
 __device__ __forceinline__ void pv_add(float* a, uint4 vv, float pj) {
     a[0] += pj * h2f((h16) (vv.x & 0xffffu)); a[1] += pj * h2f((h16) (vv.x >> 16));
@@ -184,7 +176,13 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
 #pragma unroll
             for (int ps = 0; ps < 8; ps++) {
                 int j = jb + ps * kpp + jt;
-                float dot = j < cnt ? qk_dot8(qa, qb, kk[ps]) : 0.f;
+                float dot = 0.f;
+                if (j < cnt) {
+                    uint4 k = kk[ps];
+                    dot = qa.x * h2f((h16) (k.x & 0xffffu)) + qa.y * h2f((h16) (k.x >> 16)) + qa.z * h2f((h16) (k.y & 0xffffu))
+                        + qa.w * h2f((h16) (k.y >> 16)) + qb.x * h2f((h16) (k.z & 0xffffu)) + qb.y * h2f((h16) (k.z >> 16))
+                        + qb.z * h2f((h16) (k.w & 0xffffu)) + qb.w * h2f((h16) (k.w >> 16));
+                }
                 for (int o = c8 >> 1; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
                 if (c == 0 && j < cnt) p[j] = dot * scale;
             }
@@ -309,125 +307,6 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
     __threadfence();
     attn_merge(partO, partML, heads, hd, splits, h, t, out, x16, accs, red);
     if (threadIdx.x == 0) *counter = 0u;   // ready for the next launch
-}
-
-// attn_decode for grouped-query attention: a block per (kv head, split, row) computes the partials of the G = heads /
-// kvHeads query heads that read that kv head, its K and V rows loaded once for all G (attn_decode loads them once per
-// query head). Each head's partial, merge and output are attn_decode's to the bit: the same dot (qk_dot8), the softmax's
-// block reductions as one warp per head in the same order of operations (a split holds at most CHUNK = 64 keys, so
-// block_max / block_sum over THREADS threads reduce two warps' values and two empty ones), the same P V sums. The last
-// block of a (row, kv head) merges its G heads one after another. grid (kvHeads, splits, n), THREADS threads; hd a
-// multiple of 8 with hd / 8 a power of two up to 32 (attn_partial's chunked path), G <= GQA_MAX_GROUP.
-#define GQA_MAX_GROUP 8
-extern "C" __global__ void __launch_bounds__(THREADS) attn_decode_gqa(const float* q, int heads, int kvHeads, int hd, const h16* pool,
-                                                                       const int* table, const i64* rowTables, i64 pageStride, const int* step,
-                                                                       float scale, int splits, float* partO, float* partML, unsigned* done,
-                                                                       float* out, unsigned char* x16) {
-    __shared__ __align__(16) float qs[GQA_MAX_GROUP][ATTN_MAX_HD];
-    __shared__ float p[GQA_MAX_GROUP][CHUNK];
-    __shared__ float ml[GQA_MAX_GROUP][2];
-    __shared__ float red[32];
-    __shared__ __align__(16) float accs[GQA_MAX_GROUP][THREADS * 8];
-    __shared__ unsigned ticket;
-    int kvh = blockIdx.x, s = blockIdx.y, t = blockIdx.z;
-    int G = heads / kvHeads, h0 = kvh * G;
-    int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    int len = step_pos(step, t) + 1;
-    if (rowTables) table = reinterpret_cast<const int*>(rowTables[t]);
-    i64 part0 = ((i64) t * heads + h0) * splits + s;   // head h0 + g's partial: part0 + g * splits
-    int k0 = s * CHUNK, k1 = min(k0 + CHUNK, len), cnt = k1 - k0;
-    if (cnt <= 0) {   // the row's keys end before this split: empty partials
-        for (int g = 0; g < G; g++) {
-            if (tid == 0) { partML[2 * (part0 + g * splits)] = -INFINITY; partML[2 * (part0 + g * splits) + 1] = 0.f; }
-            for (int d = tid; d < hd; d += blockDim.x) partO[(part0 + g * splits) * hd + d] = 0.f;
-        }
-    } else {
-        const h16* kb = pool + (i64) table[k0 / PAGE] * pageStride + (i64) kvh * PAGE * hd;
-        const h16* vb = kb + (i64) kvHeads * PAGE * hd;
-        int c8 = hd >> 3, kg = blockDim.x / c8, gk = tid / c8, c = tid % c8;
-        uint4 vpre[V_PRE];
-#pragma unroll
-        for (int u = 0; u < V_PRE; u++) {
-            int j = gk + u * kg;
-            if (j < cnt) vpre[u] = *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c);
-        }
-        const float* qr = q + ((i64) t * heads + h0) * hd;   // the group's G heads, consecutive
-        for (int i = tid; i < G * (hd >> 2); i += blockDim.x) {
-            int g = i / (hd >> 2), d = 4 * (i - g * (hd >> 2));
-            *reinterpret_cast<float4*>(&qs[g][d]) = *reinterpret_cast<const float4*>(qr + (i64) g * hd + d);
-        }
-        __syncthreads();
-        // Q K^T: c8 threads a key, 8 passes of keys loaded before any is used; each key's chunk dotted with every head
-        for (int jb = 0; jb < cnt; jb += 8 * kg) {
-            uint4 kk[8];
-#pragma unroll
-            for (int ps = 0; ps < 8; ps++) {
-                int j = jb + ps * kg + gk;
-                if (j < cnt) kk[ps] = *reinterpret_cast<const uint4*>(kb + (i64) j * hd + 8 * c);
-            }
-            for (int g = 0; g < G; g++) {
-                float4 qa = *reinterpret_cast<const float4*>(&qs[g][8 * c]), qb = *reinterpret_cast<const float4*>(&qs[g][8 * c + 4]);
-#pragma unroll
-                for (int ps = 0; ps < 8; ps++) {
-                    int j = jb + ps * kg + gk;
-                    float dot = j < cnt ? qk_dot8(qa, qb, kk[ps]) : 0.f;
-                    for (int o = c8 >> 1; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-                    if (c == 0 && j < cnt) p[g][j] = dot * scale;
-                }
-            }
-        }
-        __syncthreads();
-        // softmax, a warp a head: block_max / block_sum's arithmetic over THREADS threads holding key j at thread j
-        for (int g = warp; g < G; g += blockDim.x >> 5) {
-            bool ina = lane < cnt, inb = lane + 32 < cnt;
-            float pa = ina ? p[g][lane] : 0.f, pb = inb ? p[g][lane + 32] : 0.f;
-            // (fmaxf(-inf, score) as attn_partial's per-thread max: a NaN score leaves -inf there too)
-            float wa = warp_max(ina ? fmaxf(-INFINITY, pa) : -INFINITY), wb = warp_max(inb ? fmaxf(-INFINITY, pb) : -INFINITY);
-            float m = warp_max(lane == 0 ? wa : lane == 1 ? wb : -INFINITY);
-            float ea = 0.f, eb = 0.f;
-            if (ina) { ea = expf(pa - m); p[g][lane] = ea; }
-            if (inb) { eb = expf(pb - m); p[g][lane + 32] = eb; }
-            float sa = warp_sum(ea), sb = warp_sum(eb);
-            float l = warp_sum(lane == 0 ? sa : lane == 1 ? sb : 0.f);
-            if (lane == 0) { ml[g][0] = m; ml[g][1] = l; }
-        }
-        __syncthreads();
-        // P V of every head (attn_partial's chunked sums), the kg key groups added up through shared memory
-        for (int g = 0; g < G; g++) {
-            float a[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-            for (int u = 0; u < V_PRE; u++) {
-                int j = gk + u * kg;
-                if (j < cnt) pv_add(a, vpre[u], p[g][j]);
-            }
-#pragma unroll 8
-            for (int j = gk + V_PRE * kg; j < cnt; j += kg) pv_add(a, *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c), p[g][j]);
-            float4* dst = reinterpret_cast<float4*>(&accs[g][gk * hd + 8 * c]);
-            dst[0] = make_float4(a[0], a[1], a[2], a[3]);
-            dst[1] = make_float4(a[4], a[5], a[6], a[7]);
-        }
-        __syncthreads();
-        for (int i = tid; i < G * hd; i += blockDim.x) {
-            int g = i / hd, d = i - g * hd;
-            float sum = 0.f;
-            for (int gg = 0; gg < kg; gg++) sum += accs[g][gg * hd + d];
-            partO[(part0 + g * splits) * hd + d] = sum;
-        }
-        if (tid < G) { partML[2 * (part0 + tid * splits)] = ml[tid][0]; partML[2 * (part0 + tid * splits) + 1] = ml[tid][1]; }
-    }
-    // the last of the (row, kv head)'s splits merges its G heads (the group's ticket: the first head's counter)
-    __threadfence();
-    __syncthreads();
-    unsigned* counter = done + (i64) t * heads + h0;
-    if (tid == 0) ticket = atomicAdd(counter, 1u);
-    __syncthreads();
-    if (ticket != (unsigned) splits - 1) return;
-    __threadfence();
-    for (int g = 0; g < G; g++) {
-        __syncthreads();   // the previous head's merge is done with accs and red
-        attn_merge(partO, partML, heads, hd, splits, h0 + g, t, out, x16, &accs[0][0], red);
-    }
-    if (tid == 0) *counter = 0u;
 }
 
 // out [n, heads * hd] of (row t, head h) = its merged partials. The splits' weights exp(m_s - M) are computed

@@ -80,19 +80,6 @@ public final class KernelCatalog {
     public static final int KV_PAGE_TOKENS = 64;
     public static final int ATTN_DECODE_CHUNK_TOKENS = KV_PAGE_TOKENS;
     public static final int ATTN_THREADS = 128;
-    /** attn_decode_gqa's largest group (query heads a kv head serves); attention.cu's GQA_MAX_GROUP. */
-    public static final int ATTN_GQA_MAX_GROUP = 8;
-
-    /**
-     * Whether attn_decode_gqa takes a decode attention of heads query heads over kvHeads kv heads of hdim dims: groups of
-     * 2..ATTN_GQA_MAX_GROUP and the head dim of attn_decode's chunked path (a multiple of 8 whose eighth is a power of two
-     * up to 32).
-     */
-    public static boolean attnGqaTakes(int heads, int kvHeads, int hd) {
-        if (kvHeads <= 0 || heads % kvHeads != 0) return false;
-        int g = heads / kvHeads, c8 = hd / 8;
-        return g >= 2 && g <= ATTN_GQA_MAX_GROUP && hd % 8 == 0 && c8 > 0 && (c8 & (c8 - 1)) == 0 && c8 <= 32 && hd <= ATTN_MAX_HEAD_DIM;
-    }
     public static final int ATTN_MAX_HEAD_DIM = 256;
     /** qk_prep (q/k norm + RoPE + KV store in one launch): a warp per (row, head), this many a block. */
     public static final int PREP_WARPS = 4;
@@ -174,7 +161,6 @@ public final class KernelCatalog {
         }
         add("attention", "kv_store", ew, 0);
         add("attention", "attn_decode", ATTN_THREADS, 0);
-        add("attention", "attn_decode_gqa", ATTN_THREADS, 0);
         add("attention", "qk_prep", 32 * PREP_WARPS, 0);
         add("attention", "attn_prefill", ATTN_THREADS, attnPrefillSmemBytes(ATTN_MAX_HEAD_DIM));
         add("logits", "argmax_rows", ew, 0);

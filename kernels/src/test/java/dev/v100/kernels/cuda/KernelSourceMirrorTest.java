@@ -101,18 +101,7 @@ class KernelSourceMirrorTest {
     @Test
     void attentionPageAndHeadLimitsMirrorAttentionCu() throws IOException {
         mirrors("attention.cu", Map.of("PAGE", KernelCatalog.KV_PAGE_TOKENS, "ATTN_MAX_HD", KernelCatalog.ATTN_MAX_HEAD_DIM,
-                "THREADS", KernelCatalog.ATTN_THREADS, "PREP_WARPS", KernelCatalog.PREP_WARPS, "GQA_MAX_GROUP", KernelCatalog.ATTN_GQA_MAX_GROUP));
-    }
-
-    /** attn_decode_gqa's groups and head dims: those of attn_decode's chunked path (a key's dims in 16-byte chunks, a power of two of them). */
-    @Test
-    void groupedDecodeTakesChunkedHeadDimsAndSmallGroups() {
-        for (int hd : new int[] {8, 16, 32, 64, 128, 256}) assertTrue(KernelCatalog.attnGqaTakes(32, 8, hd), "head dim " + hd);
-        for (int hd : new int[] {7 * 16, 80, 96, 192, 12, 512}) assertFalse(KernelCatalog.attnGqaTakes(32, 8, hd), "head dim " + hd);
-        for (int g = 2; g <= KernelCatalog.ATTN_GQA_MAX_GROUP; g++) assertTrue(KernelCatalog.attnGqaTakes(4 * g, 4, 128), "group " + g);
-        assertFalse(KernelCatalog.attnGqaTakes(4, 4, 128), "no grouping");
-        assertFalse(KernelCatalog.attnGqaTakes(36, 4, 128), "a group of 9");
-        assertFalse(KernelCatalog.attnGqaTakes(6, 4, 128), "heads not a multiple of the kv heads");
+                "THREADS", KernelCatalog.ATTN_THREADS, "PREP_WARPS", KernelCatalog.PREP_WARPS));
     }
 
     @Test

@@ -80,7 +80,7 @@ public final class CudaBackend implements Backend {
     private int lastLayer = -1;
     private boolean closed;
     // the fixed kernels, resolved once
-    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnDecodeGqa, kQkPrep, kMoeOutputNorm,
+    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kQkPrep, kMoeOutputNorm,
             kAttnPrefill, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
@@ -96,13 +96,6 @@ public final class CudaBackend implements Backend {
     static final String GEMV_MMA_PROPERTY = "v100.cuda.gemvMma";
     private final boolean mmaBatches = !"false".equals(System.getProperty(GEMV_MMA_PROPERTY));
     private final String mmaScratch;
-    /**
-     * Decode attention with grouped query heads (KernelCatalog.attnGqaTakes) runs attn_decode_gqa (K and V read once a kv
-     * head; the same bits as attn_decode) for: "batch" (default) two rows or more, "all" every decode attention, "off" none
-     * (a measurement knob: {@code -Dv100.cuda.attnGqa=...}).
-     */
-    static final String ATTN_GQA_PROPERTY = "v100.cuda.attnGqa";
-    private final String attnGqa = System.getProperty(ATTN_GQA_PROPERTY, "batch");
 
     /** A backend on {@code device} (which it retains until {@link #close}). */
     public CudaBackend(CudaDevice device, String name) {
@@ -133,7 +126,6 @@ public final class CudaBackend implements Backend {
         kRope = device.kernel("rope_neox");
         kKvStore = device.kernel("kv_store");
         kAttnDecode = device.kernel("attn_decode");
-        kAttnDecodeGqa = device.kernel("attn_decode_gqa");
         kQkPrep = device.kernel("qk_prep");
         kMoeOutputNorm = device.kernel("moe_output_norm");
         kAttnPrefill = device.kernel("attn_prefill");
@@ -964,10 +956,8 @@ public final class CudaBackend implements Backend {
         long step = device.stepBlock();
         store(prep == null ? "attention" : "normRopeAttention", prep, qb, kb, vb, n, heads, c.kvHeads, hd, pool, c.table, 0, stride, step);
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
-            boolean gqa = attnGqaTakes(heads, c.kvHeads, hd, n);
-            device.launch(gqa ? kAttnDecodeGqa : kAttnDecode).ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).ptr(0).i64(stride)
-                    .ptr(step).f32(scale).i32(splits).ptr(partO).ptr(partML).ptr(done).ptr(ob.address).ptr(x16)
-                    .go(gqa ? c.kvHeads : heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
+            device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).ptr(0).i64(stride).ptr(step).f32(scale)
+                    .i32(splits).ptr(partO).ptr(partML).ptr(done).ptr(ob.address).ptr(x16).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
             if (x16 != 0) x16Made(ob, x16);
         } else {
             int smem = KernelCatalog.attnPrefillSmemBytes(hd);
@@ -1119,22 +1109,10 @@ public final class CudaBackend implements Backend {
         device.setStepRowPositions(positions);
         long step = device.stepBlock();
         store(prep == null ? "attentionRows" : "normRopeAttentionRows", prep, qb, kb, vb, n, heads, c0.kvHeads, hd, pool, c0.table, tables, stride, step);
-        boolean gqa = attnGqaTakes(heads, c0.kvHeads, hd, n);
-        device.launch(gqa ? kAttnDecodeGqa : kAttnDecode).ptr(qb.address).i32(heads).i32(c0.kvHeads).i32(hd).ptr(pool).ptr(c0.table).ptr(tables).i64(stride)
-                .ptr(step).f32(scale).i32(splits).ptr(partO).ptr(partML).ptr(done).ptr(ob.address).ptr(0)
-                .go(gqa ? c0.kvHeads : heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
+        device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c0.kvHeads).i32(hd).ptr(pool).ptr(c0.table).ptr(tables).i64(stride).ptr(step).f32(scale)
+                .i32(splits).ptr(partO).ptr(partML).ptr(done).ptr(ob.address).ptr(0).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
         checked("attentionRows", ob);
         return true;
-    }
-
-    /** Whether a decode attention of n rows runs attn_decode_gqa (ATTN_GQA_PROPERTY, KernelCatalog.attnGqaTakes). Package-private: tests ask. */
-    boolean attnGqaTakes(int heads, int kvHeads, int hd, int n) {
-        boolean rows = switch (attnGqa) {
-            case "all" -> true;
-            case "off" -> false;
-            default -> n >= 2;
-        };
-        return rows && KernelCatalog.attnGqaTakes(heads, kvHeads, hd);
     }
 
     @Override
