@@ -32,6 +32,11 @@ public final class KernelCatalog {
     public static final int ELEMENTWISE_THREADS = 256;
     /** RMSNorm: threads per block when there are few groups (a decode step's one row), each group in one block. */
     public static final int NORM_MAX_THREADS = 1024;
+    /**
+     * Columns a thread of moe_output_norm holds in registers for a decode row (hybrid.cu's MOE_NORM_PRE): launched with
+     * the norm's threads and at most this many columns each, it sums the norm's squares from them.
+     */
+    public static final int MOE_NORM_PRE = 4;
     /** GEMV: threads per block (the reference twin: one warp per output row). */
     public static final int GEMV_THREADS = 128;
     /**

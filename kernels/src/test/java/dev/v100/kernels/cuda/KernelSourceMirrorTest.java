@@ -106,7 +106,8 @@ class KernelSourceMirrorTest {
 
     @Test
     void hybridLimitsMirrorHybridCu() throws IOException {
-        Map<String, Integer> d = mirrors("hybrid.cu", Map.of("GDN_MAX_KEY_DIM", KernelCatalog.GDN_MAX_KEY_DIM, "CONV_MAX_KERNEL", KernelCatalog.CONV_MAX_KERNEL));
+        Map<String, Integer> d = mirrors("hybrid.cu", Map.of("GDN_MAX_KEY_DIM", KernelCatalog.GDN_MAX_KEY_DIM, "CONV_MAX_KERNEL", KernelCatalog.CONV_MAX_KERNEL,
+                "MOE_NORM_PRE", KernelCatalog.MOE_NORM_PRE));
         assertEquals(KernelCatalog.GDN_RULE_THREADS, 32 * define(d, "GDN_RULE_WARPS", "hybrid.cu"), "gated_delta_rule's threads");
         assertEquals(0, KernelCatalog.GDN_MAX_KEY_DIM % define(d, "GDN_RULE_WARPS", "hybrid.cu"), "key rows split evenly over the warps");
     }
