@@ -414,11 +414,12 @@ __device__ __forceinline__ float vblock_sum(F f, int vthreads, float* red) {
 }
 
 #define MOE_NORM_PRE 4   // columns a thread whose loads moe_output_norm issues first (2048 columns over rmsnorm's 512 threads)
+#define MOE_NORM_MAX_THREADS 512   // its largest block (KernelCatalog.MOE_NORM_MAX_THREADS; its registers fit 512 threads, not 1024)
 
 // moe_output, then out = rmsnorm(acc) * w (the next layer's input norm; x16: 0, or one row's 16-bit copy of out): one
 // block per row, any blockDim; the shared gate's dot summed as moe_output's gateThreads threads would and the norm's
 // squares as rmsnorm's normThreads (vblock_sum). Bit for bit moe_output + rmsnorm; out must not alias acc.
-extern "C" __global__ void moe_output_norm(const float* expertOut, const float* weights, int topK, int cols, const float* shared,
+extern "C" __global__ void __launch_bounds__(MOE_NORM_MAX_THREADS) moe_output_norm(const float* expertOut, const float* weights, int topK, int cols, const float* shared,
                                            const float* gateIn, const float* gate, int h, int gateThreads, float* acc, const float* w,
                                            float eps, int normThreads, float* out, unsigned char* x16) {
     __shared__ float red[32];

@@ -20,6 +20,14 @@ import java.util.Map;
 public final class KernelCatalog {
     /** V100 (sm_70): the most shared memory one block may use, static + dynamic (opt-in above 48 KiB). */
     public static final int SMEM_LIMIT_BYTES = 96 * 1024;
+    /** V100 (sm_70): registers of one multiprocessor, the most one block may hold (a launch asking for more fails). */
+    public static final int REGISTER_FILE = 64 * 1024;
+
+    /** Registers a block of threads takes at regs a thread: allocated 8 a thread at a time (sm_70's granularity, per warp 256). */
+    public static int blockRegisters(int regs, int threads) {
+        int perWarp = (regs + 7) / 8 * 8 * 32;
+        return (perWarp + 255) / 256 * 256 * ((threads + 31) / 32);
+    }
     /** Without cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) a block gets at most this much. */
     public static final int SMEM_DEFAULT_LIMIT_BYTES = 48 * 1024;
 
@@ -37,6 +45,8 @@ public final class KernelCatalog {
      * the norm's threads and at most this many columns each, it sums the norm's squares from them.
      */
     public static final int MOE_NORM_PRE = 4;
+    /** moe_output_norm's largest block (hybrid.cu's MOE_NORM_MAX_THREADS: its __launch_bounds__). */
+    public static final int MOE_NORM_MAX_THREADS = 512;
     /** GEMV: threads per block (the reference twin: one warp per output row). */
     public static final int GEMV_THREADS = 128;
     /**
@@ -181,7 +191,7 @@ public final class KernelCatalog {
                 "moe_route", "moe_combine", "moe_output", "sigmoid_gate_rows", "gather_columns", "gdn_inputs")) {
             add("hybrid", k, ew, 0);
         }
-        add("hybrid", "moe_output_norm", NORM_MAX_THREADS, 0);
+        add("hybrid", "moe_output_norm", MOE_NORM_MAX_THREADS, 0);
         add("hybrid", "gated_delta_rule", GDN_RULE_THREADS, 0);
     }
 

@@ -35,7 +35,8 @@ import static org.bytedeco.cuda.global.nvrtc.*;
  * for Volta), with ptxas's verbose report parsed into {@value KernelManifest#FILE}: registers, shared
  * memory, stack frame and spills per kernel. Fails the build when a compile fails, when a module and
  * {@link KernelCatalog} disagree, or when a kernel's static shared memory plus the dynamic amount its
- * launcher declares exceeds {@link KernelCatalog#SMEM_LIMIT_BYTES}.
+ * launcher declares exceeds {@link KernelCatalog#SMEM_LIMIT_BYTES}, or its registers at the block size the launcher
+ * declares exceed {@link KernelCatalog#REGISTER_FILE}.
  *
  * <p>NVRTC needs no GPU, but the JavaCPP binding of it links libcuda.so.1: on a machine without a
  * driver this compiler builds an empty stand-in with that soname (gcc) and loads it first, so the
@@ -120,6 +121,13 @@ public final class PtxCompiler {
                     throw new KernelBuildException(String.format(Locale.ROOT,
                             "kernel %s (%s.cu) needs %d bytes of shared memory per block (%d static + %d dynamic), more than the %d a V100 block can have",
                             e.name(), module, total, withDyn.staticSmemBytes(), withDyn.dynamicSmemBytes(), KernelCatalog.SMEM_LIMIT_BYTES));
+                }
+                int regs = KernelCatalog.blockRegisters(e.registers(), k.blockThreads());
+                if (regs > KernelCatalog.REGISTER_FILE) {
+                    throw new KernelBuildException(String.format(Locale.ROOT,
+                            "kernel %s (%s.cu) needs %d registers a thread: %d for a block of %d threads, more than a V100's %d (the launch would fail: "
+                            + "bound it with __launch_bounds__ or declare fewer threads)", e.name(), module, e.registers(), regs, k.blockThreads(),
+                            KernelCatalog.REGISTER_FILE));
                 }
                 if (!seen.add(e.name())) throw new KernelBuildException("kernel " + e.name() + " is defined in two modules");
                 entries.add(withDyn);
