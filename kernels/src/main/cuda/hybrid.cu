@@ -413,13 +413,12 @@ __device__ __forceinline__ float vblock_sum(F f, int vthreads, float* red) {
     return warp_sum(t);
 }
 
-#define MOE_NORM_PRE 4   // columns a thread whose loads moe_output_norm issues first (2048 columns over rmsnorm's 512 threads)
-#define MOE_NORM_MAX_THREADS 512   // its largest block (KernelCatalog.MOE_NORM_MAX_THREADS; its registers fit 512 threads, not 1024)
+#define MOE_NORM_PRE 2   // columns a thread whose loads moe_output_norm issues first (2048 columns, 1024 threads)
 
 // moe_output, then out = rmsnorm(acc) * w (the next layer's input norm; x16: 0, or one row's 16-bit copy of out): one
 // block per row, any blockDim; the shared gate's dot summed as moe_output's gateThreads threads would and the norm's
 // squares as rmsnorm's normThreads (vblock_sum). Bit for bit moe_output + rmsnorm; out must not alias acc.
-extern "C" __global__ void __launch_bounds__(MOE_NORM_MAX_THREADS) moe_output_norm(const float* expertOut, const float* weights, int topK, int cols, const float* shared,
+extern "C" __global__ void moe_output_norm(const float* expertOut, const float* weights, int topK, int cols, const float* shared,
                                            const float* gateIn, const float* gate, int h, int gateThreads, float* acc, const float* w,
                                            float eps, int normThreads, float* out, unsigned char* x16) {
     __shared__ float red[32];
@@ -429,10 +428,7 @@ extern "C" __global__ void __launch_bounds__(MOE_NORM_MAX_THREADS) moe_output_no
     // output and residual are loaded before the shared gate's dot, so their latency overlaps the dot's
     // instead of following its barriers; the same values and the same arithmetic as the loop below
     bool pre = topK <= 8 && cols <= MOE_NORM_PRE * (int) blockDim.x;
-    // and with a block of the norm's threads, thread j's columns j, j + normThreads, ... are the norm's virtual thread j's:
-    // its squares are summed from registers in their order, and the norm's weights are loaded with the rest
-    bool regs = pre && normThreads == (int) blockDim.x;
-    float ev[MOE_NORM_PRE][8], sv[MOE_NORM_PRE], av[MOE_NORM_PRE], nv[MOE_NORM_PRE], wv[8];
+    float ev[MOE_NORM_PRE][8], sv[MOE_NORM_PRE], av[MOE_NORM_PRE], wv[8];
     if (pre) {
 #pragma unroll
         for (int k = 0; k < 8; k++) wv[k] = k < topK ? weights[t * topK + k] : 0.f;
@@ -444,7 +440,6 @@ extern "C" __global__ void __launch_bounds__(MOE_NORM_MAX_THREADS) moe_output_no
             for (int k = 0; k < 8; k++) ev[m][k] = on && k < topK ? expertOut[(t * topK + k) * cols + c] : 0.f;
             sv[m] = on && shared ? shared[t * cols + c] : 0.f;
             av[m] = on ? a[c] : 0.f;
-            nv[m] = on && regs ? w[c] : 0.f;
         }
     }
     float g = 1.f;
@@ -465,8 +460,7 @@ extern "C" __global__ void __launch_bounds__(MOE_NORM_MAX_THREADS) moe_output_no
             for (int k = 0; k < 8; k++)
                 if (k < topK) e = __fmaf_rn(wv[k], ev[m][k], e);
             if (shared) e = __fadd_rn(e, __fmul_rn(sv[m], g));
-            av[m] = __fadd_rn(av[m], e);
-            a[c] = av[m];
+            a[c] = __fadd_rn(av[m], e);
         }
     } else {
         for (int c = threadIdx.x; c < cols; c += blockDim.x) {
@@ -474,23 +468,6 @@ extern "C" __global__ void __launch_bounds__(MOE_NORM_MAX_THREADS) moe_output_no
             if (shared) e = __fadd_rn(e, __fmul_rn(shared[t * cols + c], g));
             a[c] = __fadd_rn(a[c], e);
         }
-    }
-    if (regs) {   // (vblock_sum over blockDim virtual threads: thread j computes virtual thread j's sum)
-        float q = 0.f;
-#pragma unroll
-        for (int m = 0; m < MOE_NORM_PRE; m++)
-            if (threadIdx.x + m * blockDim.x < cols) q = __fmaf_rn(av[m], av[m], q);
-        float ss = vblock_sum([&](int) { return q; }, normThreads, red);
-        float inv = 1.f / sqrtf(ss / (float) cols + eps);
-#pragma unroll
-        for (int m = 0; m < MOE_NORM_PRE; m++) {
-            int c = threadIdx.x + m * blockDim.x;
-            if (c >= cols) break;   // (cols a multiple of 32: a warp's lanes all in or all out, for x16_store_unit)
-            float y = __fmul_rn(__fmul_rn(av[m], inv), nv[m]);
-            out[t * cols + c] = y;
-            if (x16) x16_store_unit(y, c >> 5, cols, x16);
-        }
-        return;
     }
     // (the barrier in vblock_sum makes the block's writes of a visible to all of its threads)
     float ss = vblock_sum([&](int j) {

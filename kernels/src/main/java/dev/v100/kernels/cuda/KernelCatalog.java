@@ -40,13 +40,6 @@ public final class KernelCatalog {
     public static final int ELEMENTWISE_THREADS = 256;
     /** RMSNorm: threads per block when there are few groups (a decode step's one row), each group in one block. */
     public static final int NORM_MAX_THREADS = 1024;
-    /**
-     * Columns a thread of moe_output_norm holds in registers for a decode row (hybrid.cu's MOE_NORM_PRE): launched with
-     * the norm's threads and at most this many columns each, it sums the norm's squares from them.
-     */
-    public static final int MOE_NORM_PRE = 4;
-    /** moe_output_norm's largest block (hybrid.cu's MOE_NORM_MAX_THREADS: its __launch_bounds__). */
-    public static final int MOE_NORM_MAX_THREADS = 512;
     /** GEMV: threads per block (the reference twin: one warp per output row). */
     public static final int GEMV_THREADS = 128;
     /**
@@ -191,7 +184,7 @@ public final class KernelCatalog {
                 "moe_route", "moe_combine", "moe_output", "sigmoid_gate_rows", "gather_columns", "gdn_inputs")) {
             add("hybrid", k, ew, 0);
         }
-        add("hybrid", "moe_output_norm", MOE_NORM_MAX_THREADS, 0);
+        add("hybrid", "moe_output_norm", NORM_MAX_THREADS, 0);
         add("hybrid", "gated_delta_rule", GDN_RULE_THREADS, 0);
     }
 

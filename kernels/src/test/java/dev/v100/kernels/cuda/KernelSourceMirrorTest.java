@@ -110,14 +110,13 @@ class KernelSourceMirrorTest {
         assertEquals(65536, KernelCatalog.blockRegisters(64, 1024), "64 a thread, 1024 threads: the whole file");
         assertEquals(24576, KernelCatalog.blockRegisters(94, 256), "94 -> 96 a thread");
         assertTrue(KernelCatalog.blockRegisters(94, 1024) > KernelCatalog.REGISTER_FILE, "94 a thread cannot launch 1024 threads");
-        assertTrue(KernelCatalog.blockRegisters(94, KernelCatalog.MOE_NORM_MAX_THREADS) <= KernelCatalog.REGISTER_FILE);
+        assertTrue(KernelCatalog.blockRegisters(94, 512) <= KernelCatalog.REGISTER_FILE);
         assertEquals(256 * 2, KernelCatalog.blockRegisters(1, 40), "a partial warp takes a whole warp's allocation");
     }
 
     @Test
     void hybridLimitsMirrorHybridCu() throws IOException {
-        Map<String, Integer> d = mirrors("hybrid.cu", Map.of("GDN_MAX_KEY_DIM", KernelCatalog.GDN_MAX_KEY_DIM, "CONV_MAX_KERNEL", KernelCatalog.CONV_MAX_KERNEL,
-                "MOE_NORM_PRE", KernelCatalog.MOE_NORM_PRE, "MOE_NORM_MAX_THREADS", KernelCatalog.MOE_NORM_MAX_THREADS));
+        Map<String, Integer> d = mirrors("hybrid.cu", Map.of("GDN_MAX_KEY_DIM", KernelCatalog.GDN_MAX_KEY_DIM, "CONV_MAX_KERNEL", KernelCatalog.CONV_MAX_KERNEL));
         assertEquals(KernelCatalog.GDN_RULE_THREADS, 32 * define(d, "GDN_RULE_WARPS", "hybrid.cu"), "gated_delta_rule's threads");
         assertEquals(0, KernelCatalog.GDN_MAX_KEY_DIM % define(d, "GDN_RULE_WARPS", "hybrid.cu"), "key rows split evenly over the warps");
     }

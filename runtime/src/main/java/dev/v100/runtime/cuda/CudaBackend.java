@@ -1703,12 +1703,7 @@ public final class CudaBackend implements Backend {
         // the squares summed as rmsNorm's threads would for this row count (a decode row not in place would be split:
         // the same sums); a block of up to NORM_MAX_THREADS threads, one a column
         int normThreads = normThreads(ab.rows, ab.cols, normSplit(ab.rows, ab.cols, false));
-        // a block of the norm's threads where a decode row's columns fit in their registers (the squares summed from
-        // them, in the norm's order); otherwise up to MOE_NORM_MAX_THREADS, one a column (the kernel's sums do not
-        // depend on its block size)
-        int threads = r.topK <= 8 && normThreads % 32 == 0 && normThreads <= KernelCatalog.MOE_NORM_MAX_THREADS
-                && ab.cols <= KernelCatalog.MOE_NORM_PRE * normThreads ? normThreads
-                : Math.max(32, Math.min(KernelCatalog.MOE_NORM_MAX_THREADS, (ab.cols + 31) / 32 * 32));
+        int threads = Math.max(32, Math.min(KernelCatalog.NORM_MAX_THREADS, (ab.cols + 31) / 32 * 32));
         long x16 = ab.rows == 1 ? x16Target(ob) : 0;
         device.launch(kMoeOutputNorm).ptr(eb.address).ptr(r.weights).i32(r.topK).i32(ab.cols).ptr(sb == null ? 0 : sb.address)
                 .ptr(gi == null ? 0 : gi.address).ptr(g == null ? 0 : g.vector).i32(g == null ? 0 : (int) g.cols).i32(EW).ptr(ab.address)
