@@ -373,49 +373,81 @@ __device__ void attn_merge(const float* partO, const float* partML, int heads, i
     }
 }
 
-#define QT 32   // query rows per prefill block
+#define QT 64   // query rows per prefill block: 16 a warp
 #define PF_CHUNKS 8   // 16-byte K (and V) chunks a thread of attn_prefill holds for the next tile (kt * hd / 8 / THREADS: 8 for hd 128 and 256)
+#define PF_NARROW_HD 128   // attn_prefill's head dims (KernelCatalog.ATTN_PREFILL_NARROW_HEAD_DIM); attn_prefill_wide's up to ATTN_MAX_HD
 
 __device__ __forceinline__ int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
-// grid (ceil(n / QT), heads), THREADS threads, dynamic shared memory as KernelCatalog.attnPrefillSmemBytes
-extern "C" __global__ void attn_prefill(const float* q, int n, int heads, int kvHeads, int hd, const h16* pool, const int* table,
-                                        i64 pageStride, const int* step, float scale, float* out) {
+// grid (ceil(n / QT), heads), THREADS threads, dynamic shared memory as KernelCatalog.attnPrefillSmemBytes.
+// Warp w owns query rows 16w..16w+15 of the block's tile (flash-attention 2's split: no block barrier inside a key
+// tile's arithmetic, only around the shared K and V tiles). Per key tile: S = Q K^T (WMMA, Q and K from shared memory)
+// into the warp's S rows; the online softmax there, two lanes a row (fp32; P rounded to fp16); O += P V into the
+// warp's accumulators, which stay in registers: their rescaling by each row's exp(m_old - m_new) needs the row of each
+// accumulator element, read once from a table of row numbers loaded as an accumulator (WMMA keeps a fragment's element
+// order the same for every load and product of one shape). K and V tiles move as 16-byte chunks, the next tile's
+// loads issued before this one's arithmetic.
+// MAXDT: the most 16-column tiles of head dims (the accumulators' registers); PREFETCH: the next K / V tile held in
+// registers during this one's arithmetic (attn_prefill, head dims up to 128), or loaded after it (attn_prefill_wide, up
+// to 256: its accumulators take the registers)
+template <int MAXDT, bool PREFETCH>
+__device__ __forceinline__ void attn_prefill_impl(const float* q, int n, int heads, int kvHeads, int hd, const h16* pool, const int* table,
+                                                  i64 pageStride, const int* step, float scale, float* out) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int kt = hd <= 128 ? 64 : 32;       // keys per tile
-    const int hdp = round_up(hd, 16);         // WMMA K/N extent over head dims (zero padded)
-    const int dp = hdp + 8, ktp = kt + 8;     // padded leading dimensions
+    const int hdp = round_up(hd, 16), nd = hdp / 16;   // WMMA extent over head dims (zero padded), its 16-column tiles
+    const int dp = hdp + 8, ktp = kt + 4, ktph = kt + 8;   // padded leading dimensions (K/V/Q halves, S floats, P halves)
+    const int W = THREADS / 32;
     unsigned char* at = smem;
     h16* Qs = reinterpret_cast<h16*>(at);   at += round_up(2 * QT * dp, 128);
     h16* Ks = reinterpret_cast<h16*>(at);   at += round_up(2 * kt * dp, 128);
     h16* Vs = reinterpret_cast<h16*>(at);   at += round_up(2 * kt * dp, 128);
-    float* S = reinterpret_cast<float*>(at); at += round_up(4 * QT * ktp, 128);
-    h16* P = reinterpret_cast<h16*>(at);    at += round_up(2 * QT * ktp, 128);
-    float* O = reinterpret_cast<float*>(at); at += round_up(4 * QT * dp, 128);
-    float* Mx = reinterpret_cast<float*>(at); at += round_up(4 * QT, 128);
-    float* Lx = reinterpret_cast<float*>(at);
+    float* Sa = reinterpret_cast<float*>(at); at += round_up(4 * W * 16 * ktp, 128);
+    h16* Pa = reinterpret_cast<h16*>(at);   at += round_up(2 * W * 16 * ktph, 128);
+    float* St = reinterpret_cast<float*>(at); at += round_up(4 * W * 32, 128);   // per warp: alpha [16], l [16]
+    float* Rows = reinterpret_cast<float*>(at);                                   // [16][16]: element (r, c) = r
 
-    int tid = threadIdx.x, warp = tid >> 5;
+    int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     int q0 = blockIdx.x * QT, h = blockIdx.y;
     int startPos = step[STEP_POS];
     int kvh = h / (heads / kvHeads);
     int rowsHere = min(QT, n - q0);
     i64 qStride = (i64) heads * hd;
-    // vec: K and V tiles moved as 16-byte chunks (a tile is kt consecutive rows of one page: kt divides PAGE), every
-    // load of a tile issued before any is used and the next tile's issued before this one's arithmetic
-    const bool vec = (hd & 7) == 0 && (pageStride & 7) == 0 && (kt * hd / 8) <= PF_CHUNKS * THREADS;
+    float* Sw = Sa + warp * 16 * ktp;
+    h16* Pw = Pa + warp * 16 * ktph;
+    float* alphaW = St + warp * 32;
+    float* lW = alphaW + 16;
     for (int i = tid; i < QT * hdp; i += blockDim.x) {
         int r = i / hdp, d = i % hdp;
         Qs[r * dp + d] = r < rowsHere && d < hd ? f2h_sat(q[(i64) (q0 + r) * qStride + (i64) h * hd + d]) : (h16) 0;
-        O[r * dp + d] = 0.f;
     }
-    if (vec && hd < hdp)   // the WMMA padding columns of K and V, zero once (the chunks below cover only [0, hd))
+    for (int i = tid; i < 256; i += blockDim.x) Rows[i] = (float) (i >> 4);
+    const bool vec = PREFETCH && (hd & 7) == 0 && (pageStride & 7) == 0 && (kt * hd / 8) <= PF_CHUNKS * THREADS;
+    const bool vec16 = (hd & 7) == 0 && (pageStride & 7) == 0;   // 16-byte chunks straight into shared memory
+    if (hd < hdp)   // the WMMA padding columns of K and V, zero once (the tiles below write only [0, hd))
         for (int i = tid; i < kt * (hdp - hd); i += blockDim.x) {
             int j = i / (hdp - hd), d = hd + i % (hdp - hd);
             Ks[j * dp + d] = (h16) 0;
             Vs[j * dp + d] = (h16) 0;
         }
-    if (tid < QT) { Mx[tid] = -INFINITY; Lx[tid] = 0.f; }
+    __syncthreads();
+    // each accumulator element's row within the warp's 16
+    int rowOf[8];
+    {
+        FragC rf;
+        wmma_load_c_row(rf, Rows, 16);
+#pragma unroll
+        for (int i = 0; i < 8; i++) rowOf[i] = (int) rf.x[i];
+    }
+    FragC o[MAXDT];
+#pragma unroll
+    for (int dt = 0; dt < MAXDT; dt++) frag_zero(o[dt]);
+    // this lane's row of the softmax (two lanes a row: columns half, half + 2, ...) and its running max and sum
+    const int sr = lane >> 1, half = lane & 1;
+    const int qpos = startPos + q0 + 16 * warp + sr;
+    const bool rowIn = 16 * warp + sr < rowsHere;
+    float mRow = -INFINITY, lRow = 0.f;
+    const int warpLast = startPos + q0 + min(16 * warp + 15, rowsHere - 1);   // the warp's last visible key
     i64 vOff = (i64) kvHeads * PAGE * hd;
     int kEnd = startPos + q0 + rowsHere;      // keys [0, kEnd) are visible to some row of the tile
     const int cpr = hd >> 3, chunks = kt * cpr;   // 16-byte chunks a row, a tile
@@ -439,7 +471,7 @@ extern "C" __global__ void attn_prefill(const float* q, int n, int heads, int kv
     if (vec && kEnd > 0) loadTile(0);
     for (int kb = 0; kb < kEnd; kb += kt) {
         int kcnt = min(kt, kEnd - kb);
-        __syncthreads();   // previous tile's P V done with Ks/Vs/P
+        __syncthreads();   // every warp's P V done with Ks / Vs
         if (vec) {
 #pragma unroll
             for (int u = 0; u < PF_CHUNKS; u++) {
@@ -450,79 +482,113 @@ extern "C" __global__ void attn_prefill(const float* q, int n, int heads, int kv
                 }
             }
             if (kb + kt < kEnd) loadTile(kb + kt);   // in flight during this tile's arithmetic
+        } else if (vec16) {
+            const h16* base = k_row(pool, table, pageStride, hd, kvh, kb);
+            for (int i = tid; i < chunks; i += blockDim.x) {
+                int j = i / cpr;
+                uint4 kv = make_uint4(0u, 0u, 0u, 0u), vv = kv;
+                if (j < kcnt) {
+                    const uint4* src = reinterpret_cast<const uint4*>(base + (i64) j * hd + 8 * (i - j * cpr));
+                    kv = src[0];
+                    vv = src[vOff >> 3];
+                }
+                *reinterpret_cast<uint4*>(Ks + j * dp + 8 * (i - j * cpr)) = kv;
+                *reinterpret_cast<uint4*>(Vs + j * dp + 8 * (i - j * cpr)) = vv;
+            }
         } else {
-            for (int i = tid; i < kt * hdp; i += blockDim.x) {
-                int j = i / hdp, d = i % hdp;
+            for (int i = tid; i < kt * hd; i += blockDim.x) {
+                int j = i / hd, d = i % hd;
                 h16 kv = 0, vv = 0;
-                if (j < kcnt && d < hd) {
-                    const h16* kr = k_row(pool, table, pageStride, hd, kvh, kb + j);
-                    kv = kr[d];
-                    vv = kr[vOff + d];
+                if (j < kcnt) {
+                    const h16* kp = k_row(pool, table, pageStride, hd, kvh, kb + j);
+                    kv = kp[d];
+                    vv = kp[vOff + d];
                 }
                 Ks[j * dp + d] = kv;
                 Vs[j * dp + d] = vv;
             }
         }
         __syncthreads();
-        // S = Q K^T, [QT, kt]
-        int tilesN = kt / 16;
-        for (int tile = warp; tile < (QT / 16) * tilesN; tile += THREADS / 32) {
-            int ti = tile / tilesN, tj = tile % tilesN;
+        if (kb > warpLast) continue;   // every key of the tile is after this warp's rows (causal)
+        // S = Q K^T for the warp's 16 rows, [16, kt]
+        for (int tj = 0; tj < kt / 16; tj++) {
             FragC c;
             frag_zero(c);
-            for (int k = 0; k < hdp; k += 16) {
+            for (int k = 0; k < nd; k++) {
                 FragAB a, b;
-                wmma_load_a_row(a, Qs + 16 * ti * dp + k, dp);
-                wmma_load_b_col(b, Ks + 16 * tj * dp + k, dp);
+                wmma_load_a_row(a, Qs + 16 * warp * dp + 16 * k, dp);
+                wmma_load_b_col(b, Ks + 16 * tj * dp + 16 * k, dp);
                 wmma_mma_row_col(c, a, b);
             }
-            wmma_store_c_row(S + 16 * ti * ktp + 16 * tj, c, ktp);
+            wmma_store_c_row(Sw + 16 * tj, c, ktp);
         }
-        __syncthreads();
-        {   // online softmax: four threads per query row (same warp)
-            int r = tid >> 2, sub = tid & 3;
-            int qpos = startPos + q0 + r;
+        __syncwarp();
+        {   // online softmax of row sr: masked scores -inf, P in fp16
             float mx = -INFINITY;
-            for (int j = sub; j < kt; j += 4) {
-                float sv = j < kcnt && kb + j <= qpos && r < rowsHere ? S[r * ktp + j] * scale : -INFINITY;
-                S[r * ktp + j] = sv;
+            for (int j = half; j < kt; j += 2) {
+                float sv = j < kcnt && kb + j <= qpos && rowIn ? Sw[sr * ktp + j] * scale : -INFINITY;
+                Sw[sr * ktp + j] = sv;
                 mx = fmaxf(mx, sv);
             }
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            float mOld = Mx[r], mNew = fmaxf(mOld, mx);
-            float alpha = mOld == -INFINITY ? 0.f : expf(mOld - mNew);
+            float mNew = fmaxf(mRow, mx);
+            float alpha = mRow == -INFINITY ? 0.f : expf(mRow - mNew);
             float ls = 0.f;
-            for (int j = sub; j < kt; j += 4) {
-                float sv = S[r * ktp + j];
+            for (int j = half; j < kt; j += 2) {
+                float sv = Sw[sr * ktp + j];
                 float pv = sv == -INFINITY ? 0.f : expf(sv - mNew);
-                P[r * ktp + j] = f2h(pv);
+                Pw[sr * ktph + j] = f2h(pv);
                 ls += pv;
             }
             ls += __shfl_xor_sync(0xffffffffu, ls, 1);
-            ls += __shfl_xor_sync(0xffffffffu, ls, 2);
-            for (int d = sub; d < hdp; d += 4) O[r * dp + d] *= alpha;
-            if (sub == 0) { Mx[r] = mNew; Lx[r] = Lx[r] * alpha + ls; }
+            mRow = mNew;
+            lRow = lRow * alpha + ls;
+            if (half == 0) alphaW[sr] = alpha;
         }
-        __syncthreads();
-        // O += P V, [QT, hdp]
-        int tilesD = hdp / 16;
-        for (int tile = warp; tile < (QT / 16) * tilesD; tile += THREADS / 32) {
-            int ti = tile / tilesD, tj = tile % tilesD;
-            FragC c;
-            wmma_load_c_row(c, O + 16 * ti * dp + 16 * tj, dp);
+        __syncwarp();
+        float al[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++) al[i] = alphaW[rowOf[i]];
+        // O = alpha O + P V, [16, hdp]
+#pragma unroll
+        for (int dt = 0; dt < MAXDT; dt++) {
+            if (dt >= nd) break;
+#pragma unroll
+            for (int i = 0; i < 8; i++) o[dt].x[i] *= al[i];
             for (int k = 0; k < kt; k += 16) {
                 FragAB a, b;
-                wmma_load_a_row(a, P + 16 * ti * ktp + k, ktp);
-                wmma_load_b_row(b, Vs + k * dp + 16 * tj, dp);
-                wmma_mma_row_row(c, a, b);
+                wmma_load_a_row(a, Pw + k, ktph);
+                wmma_load_b_row(b, Vs + k * dp + 16 * dt, dp);
+                wmma_mma_row_row(o[dt], a, b);
             }
-            wmma_store_c_row(O + 16 * ti * dp + 16 * tj, c, dp);
         }
     }
-    __syncthreads();
-    for (int i = tid; i < rowsHere * hd; i += blockDim.x) {
-        int r = i / hd, d = i % hd;
-        out[(i64) (q0 + r) * qStride + (i64) h * hd + d] = O[r * dp + d] / Lx[r];
+    // out = O / l, through the warp's S rows
+    if (half == 0) lW[sr] = lRow;
+    __syncwarp();
+    float inv[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) inv[i] = 1.f / lW[rowOf[i]];
+#pragma unroll
+    for (int dt = 0; dt < MAXDT; dt++) {
+        if (dt >= nd) break;
+#pragma unroll
+        for (int i = 0; i < 8; i++) o[dt].x[i] *= inv[i];
+        __syncwarp();
+        wmma_store_c_row(Sw, o[dt], ktp);
+        __syncwarp();
+        for (int i = lane; i < 256; i += 32) {
+            int r = i >> 4, d = 16 * dt + (i & 15);
+            if (16 * warp + r < rowsHere && d < hd) out[(i64) (q0 + 16 * warp + r) * qStride + (i64) h * hd + d] = Sw[r * ktp + (i & 15)];
+        }
     }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) attn_prefill(const float* q, int n, int heads, int kvHeads, int hd, const h16* pool,
+                                                                    const int* table, i64 pageStride, const int* step, float scale, float* out) {
+    attn_prefill_impl<PF_NARROW_HD / 16, true>(q, n, heads, kvHeads, hd, pool, table, pageStride, step, scale, out);
+}
+extern "C" __global__ void __launch_bounds__(THREADS) attn_prefill_wide(const float* q, int n, int heads, int kvHeads, int hd, const h16* pool,
+                                                                         const int* table, i64 pageStride, const int* step, float scale, float* out) {
+    attn_prefill_impl<ATTN_MAX_HD / 16, false>(q, n, heads, kvHeads, hd, pool, table, pageStride, step, scale, out);
 }

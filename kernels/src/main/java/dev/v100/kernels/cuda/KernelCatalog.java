@@ -120,7 +120,14 @@ public final class KernelCatalog {
     /** Columns one block of logits_top_rows ranks (8 a thread): a 128k vocabulary is 16 blocks a row. */
     public static final int TOP_CHUNK = 8 * TOP_THREADS;
     /** Prefill attention: query rows per block; keys per tile for headDim <= 128 (half that above). */
-    public static final int ATTN_PREFILL_QUERY_TILE = 32;
+    public static final int ATTN_PREFILL_QUERY_TILE = 64;
+    /** Head dims attn_prefill takes (its accumulators in registers); attn_prefill_wide takes the rest up to ATTN_MAX_HEAD_DIM. */
+    public static final int ATTN_PREFILL_NARROW_HEAD_DIM = 128;
+
+    /** The prefill attention kernel for a head dim. */
+    public static String attnPrefillKernel(int headDim) {
+        return headDim <= ATTN_PREFILL_NARROW_HEAD_DIM ? "attn_prefill" : "attn_prefill_wide";
+    }
     public static final int ATTN_PREFILL_KEY_TILE = 64;
 
     /**
@@ -170,7 +177,8 @@ public final class KernelCatalog {
         add("attention", "kv_store", ew, 0);
         add("attention", "attn_decode", ATTN_THREADS, 0);
         add("attention", "qk_prep", 32 * PREP_WARPS, 0);
-        add("attention", "attn_prefill", ATTN_THREADS, attnPrefillSmemBytes(ATTN_MAX_HEAD_DIM));
+        add("attention", "attn_prefill", ATTN_THREADS, attnPrefillSmemBytes(ATTN_PREFILL_NARROW_HEAD_DIM));
+        add("attention", "attn_prefill_wide", ATTN_THREADS, attnPrefillSmemBytes(ATTN_MAX_HEAD_DIM));
         add("logits", "argmax_rows", ew, 0);
         add("logits", "logits_top_rows", TOP_THREADS, 0);
         for (String t : allWeightSuffixes()) {
@@ -344,8 +352,9 @@ public final class KernelCatalog {
      */
     public static int attnPrefillSmemBytes(int headDim) {
         int dp = roundUp(headDim, 16) + 8;
-        int qt = ATTN_PREFILL_QUERY_TILE, kt = attnPrefillKeyTile(headDim), ktp = kt + 8;
-        long[] regions = {2L * qt * dp, 2L * kt * dp, 2L * kt * dp, 4L * qt * ktp, 2L * qt * ktp, 4L * qt * dp, 4L * qt, 4L * qt};
+        int qt = ATTN_PREFILL_QUERY_TILE, kt = attnPrefillKeyTile(headDim), warps = ATTN_THREADS / 32;
+        // Q, K, V tiles (fp16); each warp's S rows (fp32) and P rows (fp16); each warp's alpha and l; the table of row numbers
+        long[] regions = {2L * qt * dp, 2L * kt * dp, 2L * kt * dp, 4L * warps * 16 * (kt + 4), 2L * warps * 16 * (kt + 8), 4L * warps * 32, 4L * 256};
         long bytes = 0;
         for (long r : regions) bytes += roundUp(r, 128);
         return Math.toIntExact(bytes);

@@ -48,12 +48,14 @@ class KernelBuildTest {
 
     @Test
     void prefillAttentionFitsEveryHeadDimension() {
-        int declared = KernelCatalog.get("attn_prefill").maxDynamicSmemBytes();
         for (int hd = 1; hd <= KernelCatalog.ATTN_MAX_HEAD_DIM; hd++) {
+            String kernel = KernelCatalog.attnPrefillKernel(hd);
+            assertEquals(hd <= KernelCatalog.ATTN_PREFILL_NARROW_HEAD_DIM ? "attn_prefill" : "attn_prefill_wide", kernel, "head dim " + hd);
+            int declared = KernelCatalog.get(kernel).maxDynamicSmemBytes();
             int need = KernelCatalog.attnPrefillSmemBytes(hd);
-            assertTrue(need <= declared, "head dim " + hd + " needs " + need + " > declared " + declared);
+            assertTrue(need <= declared, "head dim " + hd + " needs " + need + " > declared " + declared + " of " + kernel);
+            assertTrue(declared <= KernelCatalog.SMEM_LIMIT_BYTES);
         }
-        assertTrue(declared <= KernelCatalog.SMEM_LIMIT_BYTES);
     }
 
     @Test

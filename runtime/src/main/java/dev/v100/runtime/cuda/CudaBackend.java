@@ -81,7 +81,7 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kQkPrep, kMoeOutputNorm,
-            kAttnPrefill, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
+            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -129,6 +129,7 @@ public final class CudaBackend implements Backend {
         kQkPrep = device.kernel("qk_prep");
         kMoeOutputNorm = device.kernel("moe_output_norm");
         kAttnPrefill = device.kernel("attn_prefill");
+        kAttnPrefillWide = device.kernel("attn_prefill_wide");
         kArgmax = device.kernel("argmax_rows");
         kTop = device.kernel("logits_top_rows");
         kCopyColumns = device.kernel("copy_columns");
@@ -961,10 +962,11 @@ public final class CudaBackend implements Backend {
             if (x16 != 0) x16Made(ob, x16);
         } else {
             int smem = KernelCatalog.attnPrefillSmemBytes(hd);
-            int declared = KernelCatalog.get("attn_prefill").maxDynamicSmemBytes();
-            if (smem > declared) throw new BackendException("attn_prefill: head dim " + hd + " needs " + smem + " bytes of shared memory, declared " + declared);
+            String kernel = KernelCatalog.attnPrefillKernel(hd);
+            int declared = KernelCatalog.get(kernel).maxDynamicSmemBytes();
+            if (smem > declared) throw new BackendException(kernel + ": head dim " + hd + " needs " + smem + " bytes of shared memory, declared " + declared);
             int qTiles = (n + KernelCatalog.ATTN_PREFILL_QUERY_TILE - 1) / KernelCatalog.ATTN_PREFILL_QUERY_TILE;
-            device.launch(kAttnPrefill).ptr(qb.address).i32(n).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step)
+            device.launch(hd <= KernelCatalog.ATTN_PREFILL_NARROW_HEAD_DIM ? kAttnPrefill : kAttnPrefillWide).ptr(qb.address).i32(n).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step)
                     .f32(scale).ptr(ob.address).go(qTiles, heads, 1, KernelCatalog.ATTN_THREADS, smem);
         }
         checked("attention", ob);
