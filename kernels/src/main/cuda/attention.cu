@@ -128,7 +128,10 @@ __device__ __forceinline__ void pv_add(float* a, uint4 vv, float pj) {
     a[6] += pj * h2f((h16) (vv.w & 0xffffu)); a[7] += pj * h2f((h16) (vv.w >> 16));
 }
 
-// The partial of one (row t, head h, split s): attn_decode's work before the merge.
+// The partial of one (row t, head h, split s): attn_decode's work before the merge. VPRE: V rows a thread loads before
+// the scores; KPASS: passes of keys whose K loads are in flight at once (how many loads wait at once, and the registers
+// they hold: the sums do not depend on either).
+template <int VPRE, int KPASS>
 __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, i64 pageStride,
                                              float scale, int len, int h, int s, int t, i64 part, float* partO, float* partML,
                                              float* qs, float* p, float* red, float* accs) {
@@ -149,11 +152,11 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
     if (!chunked) for (int d = tid; d < hd; d += blockDim.x) qs[d] = qr[d];
     // the chunked P V's first V_PRE rows of this thread, loaded now: they do not depend on the scores, and their
     // latency then hides behind Q K^T's instead of following the softmax
-    uint4 vpre[V_PRE];
+    uint4 vpre[VPRE];
     if (chunked) {
         int kg = blockDim.x / c8, g = tid / c8, c = tid % c8;
 #pragma unroll
-        for (int u = 0; u < V_PRE; u++) {
+        for (int u = 0; u < VPRE; u++) {
             int j = g + u * kg;
             if (j < cnt) vpre[u] = *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c);
         }
@@ -166,15 +169,15 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
         int kpp = blockDim.x / c8, jt = tid / c8, c = tid % c8;
         const float4* q4 = reinterpret_cast<const float4*>(qr + 8 * c);   // 16-byte aligned: hd is a multiple of 8
         float4 qa = q4[0], qb = q4[1];
-        for (int jb = 0; jb < cnt; jb += 8 * kpp) {
-            uint4 kk[8];
+        for (int jb = 0; jb < cnt; jb += KPASS * kpp) {
+            uint4 kk[KPASS];
 #pragma unroll
-            for (int ps = 0; ps < 8; ps++) {
+            for (int ps = 0; ps < KPASS; ps++) {
                 int j = jb + ps * kpp + jt;
                 if (j < cnt) kk[ps] = *reinterpret_cast<const uint4*>(kb + (i64) j * hd + 8 * c);
             }
 #pragma unroll
-            for (int ps = 0; ps < 8; ps++) {
+            for (int ps = 0; ps < KPASS; ps++) {
                 int j = jb + ps * kpp + jt;
                 float dot = 0.f;
                 if (j < cnt) {
@@ -220,12 +223,12 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
         int kg = blockDim.x / c8, g = tid / c8, c = tid % c8;
         float a[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-        for (int u = 0; u < V_PRE; u++) {
+        for (int u = 0; u < VPRE; u++) {
             int j = g + u * kg;
             if (j < cnt) pv_add(a, vpre[u], p[j]);
         }
 #pragma unroll 8
-        for (int j = g + V_PRE * kg; j < cnt; j += kg) pv_add(a, *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c), p[j]);
+        for (int j = g + VPRE * kg; j < cnt; j += kg) pv_add(a, *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c), p[j]);
         float4* dst = reinterpret_cast<float4*>(accs + g * hd + 8 * c);
         float4 lo, hi;
         lo.x = a[0]; lo.y = a[1]; lo.z = a[2]; lo.w = a[3];
@@ -284,9 +287,10 @@ __device__ void attn_merge(const float* partO, const float* partML, int heads, i
 // row's keys write an empty partial (the launcher rounds the split count up to a power of two, so that a
 // replayed decode step keeps its grid for many positions). K and V are read in pairs; blockDim is a multiple
 // of CHUNK and hd of 2 * blockDim / CHUNK.
-extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables,
-                                       i64 pageStride, const int* step, float scale, int splits, float* partO, float* partML,
-                                       unsigned* done, float* out, unsigned char* x16) {
+template <int VPRE, int KPASS>
+__device__ __forceinline__ void attn_decode_impl(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table,
+                                                 const i64* rowTables, i64 pageStride, const int* step, float scale, int splits, float* partO,
+                                                 float* partML, unsigned* done, float* out, unsigned char* x16) {
     __shared__ __align__(16) float qs[ATTN_MAX_HD];
     __shared__ float p[CHUNK];
     __shared__ float red[32];
@@ -296,7 +300,7 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
     int len = step_pos(step, t) + 1;
     if (rowTables) table = reinterpret_cast<const int*>(rowTables[t]);   // a decode batch: row t's own sequence
     i64 part = ((i64) t * heads + h) * splits + s;
-    attn_partial(q, heads, kvHeads, hd, pool, table, pageStride, scale, len, h, s, t, part, partO, partML, qs, p, red, accs);
+    attn_partial<VPRE, KPASS>(q, heads, kvHeads, hd, pool, table, pageStride, scale, len, h, s, t, part, partO, partML, qs, p, red, accs);
     // the last of the (row, head)'s splits merges them: its partial and every other block's are visible to it
     __threadfence();
     __syncthreads();
@@ -307,6 +311,23 @@ extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, i
     __threadfence();
     attn_merge(partO, partML, heads, hd, splits, h, t, out, x16, accs, red);
     if (threadIdx.x == 0) *counter = 0u;   // ready for the next launch
+}
+
+// One sequence's rows (a decode step, up to 4 rows of a chunk): every K and V load of a split in flight at once, for
+// the latency of a few hundred blocks.
+extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables,
+                                       i64 pageStride, const int* step, float scale, int splits, float* partO, float* partML,
+                                       unsigned* done, float* out, unsigned char* x16) {
+    attn_decode_impl<V_PRE, 8>(q, heads, kvHeads, hd, pool, table, rowTables, pageStride, step, scale, splits, partO, partML, done, out, x16);
+}
+// A decode batch (rows of different sequences: thousands of blocks): fewer loads in flight a thread (2 V rows ahead, 4
+// passes of keys), so that twice the blocks fit an SM (at most 64 registers). The same sums as attn_decode (the loads'
+// grouping is not in them).
+extern "C" __global__ void __launch_bounds__(THREADS, 8) attn_decode_rows(const float* q, int heads, int kvHeads, int hd, const h16* pool,
+                                                                           const int* table, const i64* rowTables, i64 pageStride, const int* step,
+                                                                           float scale, int splits, float* partO, float* partML, unsigned* done,
+                                                                           float* out, unsigned char* x16) {
+    attn_decode_impl<2, 4>(q, heads, kvHeads, hd, pool, table, rowTables, pageStride, step, scale, splits, partO, partML, done, out, x16);
 }
 
 // out [n, heads * hd] of (row t, head h) = its merged partials. The splits' weights exp(m_s - M) are computed

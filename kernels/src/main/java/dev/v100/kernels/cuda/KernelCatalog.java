@@ -176,6 +176,7 @@ public final class KernelCatalog {
         }
         add("attention", "kv_store", ew, 0);
         add("attention", "attn_decode", ATTN_THREADS, 0);
+        add("attention", "attn_decode_rows", ATTN_THREADS, 0);
         add("attention", "qk_prep", 32 * PREP_WARPS, 0);
         add("attention", "attn_prefill", ATTN_THREADS, attnPrefillSmemBytes(ATTN_PREFILL_NARROW_HEAD_DIM));
         add("attention", "attn_prefill_wide", ATTN_THREADS, attnPrefillSmemBytes(ATTN_MAX_HEAD_DIM));

@@ -25,7 +25,7 @@ final class CudaKernel {
     static int readsOf(String name) {
         if (name.startsWith("embed_")) return READS_IDS;
         return switch (name) {
-            case "rope_neox", "kv_store", "qk_prep", "attn_decode", "attn_prefill", "attn_prefill_wide" -> READS_POS;
+            case "rope_neox", "kv_store", "qk_prep", "attn_decode", "attn_decode_rows", "attn_prefill", "attn_prefill_wide" -> READS_POS;
             default -> 0;
         };
     }

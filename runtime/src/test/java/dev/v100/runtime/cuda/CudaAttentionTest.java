@@ -95,6 +95,10 @@ class CudaAttentionTest {
                 RefOps.attention(Arrays.copyOfRange(q, i * qCols, (i + 1) * qCols), 0, 1, g.heads(), g.kvHeads(), hd, kAll[i], vAll[i], pos, scale, ref, 0);
                 double e = nmse(Arrays.copyOfRange(got, i * qCols, (i + 1) * qCols), ref);
                 assertTrue(e <= ATTENTION_NMSE, "batch row " + i + " at position " + lengths[i] + ": NMSE " + e);
+                // the row alone (attn_decode; the batch ran attn_decode_rows): the same bits
+                Buffer ob1 = b.allocate("o1", 1, qCols);
+                b.attention(qb.slice(i, 1), kb.slice(i, 1), vb.slice(i, 1), caches[i], lengths[i], scale, ob1);
+                assertArrayEquals(Arrays.copyOfRange(got, i * qCols, (i + 1) * qCols), b.read(ob1), "batch row " + i + " vs the row alone");
             }
             // rope of a batch: each row at its own position, as rope row by row
             dev.v100.runtime.backend.Rope rope = dev.v100.runtime.backend.Rope.of(new dev.v100.formats.bundle.ModelConfig.Rope(10000, hd, "neox", null, false), null);
