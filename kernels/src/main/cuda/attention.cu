@@ -8,8 +8,10 @@
 //
 // Decode (few query rows): flash-decoding. attn_decode splits each row's keys into chunks of CHUNK,
 // one block per (head, chunk, row), writing an unnormalized partial (max, sum, acc[headDim]) in fp32;
-// the last block of a (row, head) to finish merges its chunks. Prefill (many rows): attn_prefill, a block per
-// (32 query rows, head) walks the key tiles with WMMA for Q K^T and P V and an online softmax (fp32).
+// the last block of a (row, head) to finish merges its chunks (attn_decode_rows: the same for a decode batch, with
+// fewer loads in flight a block). Prefill (many rows): attn_prefill (attn_prefill_wide for head dims over 128), a
+// block per (64 query rows, head), a warp per 16 of them, walks the key tiles with WMMA for Q K^T and P V and an online
+// softmax (fp32), the output accumulators in registers.
 #include "common.cuh"
 
 #define PAGE 64
@@ -150,7 +152,7 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
     int c8 = hd >> 3;   // 16-byte chunks (8 halves) of a K or V row
     bool chunked = (hd & 7) == 0 && (c8 & (c8 - 1)) == 0 && c8 <= 32;   // c8 threads can share a row
     if (!chunked) for (int d = tid; d < hd; d += blockDim.x) qs[d] = qr[d];
-    // the chunked P V's first V_PRE rows of this thread, loaded now: they do not depend on the scores, and their
+    // the chunked P V's first VPRE rows of this thread, loaded now: they do not depend on the scores, and their
     // latency then hides behind Q K^T's instead of following the softmax
     uint4 vpre[VPRE];
     if (chunked) {
@@ -165,7 +167,7 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
     }
     if (chunked) {
         // Q K^T, coalesced: c8 threads per key, a 16-byte chunk each, so that a warp reads whole K rows with
-        // 16-byte loads; up to 8 passes of keys loaded before any is used (all in flight at once)
+        // 16-byte loads; KPASS passes of keys loaded before any is used (all in flight at once)
         int kpp = blockDim.x / c8, jt = tid / c8, c = tid % c8;
         const float4* q4 = reinterpret_cast<const float4*>(qr + 8 * c);   // 16-byte aligned: hd is a multiple of 8
         float4 qa = q4[0], qb = q4[1];
@@ -313,8 +315,8 @@ __device__ __forceinline__ void attn_decode_impl(const float* q, int heads, int 
     if (threadIdx.x == 0) *counter = 0u;   // ready for the next launch
 }
 
-// One sequence's rows (a decode step, up to 4 rows of a chunk): every K and V load of a split in flight at once, for
-// the latency of a few hundred blocks.
+// One sequence's rows (a decode step, up to 4 rows of a chunk): 8 V rows a thread and 8 passes of keys in flight at
+// once (for head dims up to 128 every K and V load of a split), for the latency of a few hundred blocks.
 extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables,
                                        i64 pageStride, const int* step, float scale, int splits, float* partO, float* partML,
                                        unsigned* done, float* out, unsigned char* x16) {
@@ -395,7 +397,7 @@ __device__ void attn_merge(const float* partO, const float* partML, int heads, i
 }
 
 #define QT 64   // query rows per prefill block: 16 a warp
-#define PF_CHUNKS 8   // 16-byte K (and V) chunks a thread of attn_prefill holds for the next tile (kt * hd / 8 / THREADS: 8 for hd 128 and 256)
+#define PF_CHUNKS 8   // 16-byte K (and V) chunks a thread of attn_prefill holds for the next tile (kt * hd / 8 / THREADS: 8 for hd 128)
 #define PF_NARROW_HD 128   // attn_prefill's head dims (KernelCatalog.ATTN_PREFILL_NARROW_HEAD_DIM); attn_prefill_wide's up to ATTN_MAX_HD
 
 __device__ __forceinline__ int round_up(int v, int m) { return (v + m - 1) / m * m; }
@@ -468,7 +470,8 @@ __device__ __forceinline__ void attn_prefill_impl(const float* q, int n, int hea
     const int qpos = startPos + q0 + 16 * warp + sr;
     const bool rowIn = 16 * warp + sr < rowsHere;
     float mRow = -INFINITY, lRow = 0.f;
-    const int warpLast = startPos + q0 + min(16 * warp + 15, rowsHere - 1);   // the warp's last visible key
+    // the warp's last visible key (-1: none of its rows is in the tile, every key tile skipped)
+    const int warpLast = 16 * warp < rowsHere ? startPos + q0 + min(16 * warp + 15, rowsHere - 1) : -1;
     i64 vOff = (i64) kvHeads * PAGE * hd;
     int kEnd = startPos + q0 + rowsHere;      // keys [0, kEnd) are visible to some row of the tile
     const int cpr = hd >> 3, chunks = kt * cpr;   // 16-byte chunks a row, a tile

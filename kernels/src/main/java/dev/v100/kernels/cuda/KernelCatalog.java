@@ -119,7 +119,7 @@ public final class KernelCatalog {
     public static final int TOP_HEADER = 4;
     /** Columns one block of logits_top_rows ranks (8 a thread): a 128k vocabulary is 16 blocks a row. */
     public static final int TOP_CHUNK = 8 * TOP_THREADS;
-    /** Prefill attention: query rows per block; keys per tile for headDim <= 128 (half that above). */
+    /** Prefill attention: query rows per block (16 a warp). */
     public static final int ATTN_PREFILL_QUERY_TILE = 64;
     /** Head dims attn_prefill takes (its accumulators in registers); attn_prefill_wide takes the rest up to ATTN_MAX_HEAD_DIM. */
     public static final int ATTN_PREFILL_NARROW_HEAD_DIM = 128;
@@ -128,6 +128,8 @@ public final class KernelCatalog {
     public static String attnPrefillKernel(int headDim) {
         return headDim <= ATTN_PREFILL_NARROW_HEAD_DIM ? "attn_prefill" : "attn_prefill_wide";
     }
+
+    /** Prefill attention: keys per tile for headDim <= 128 (half that above: attnPrefillKeyTile). */
     public static final int ATTN_PREFILL_KEY_TILE = 64;
 
     /**
@@ -345,11 +347,11 @@ public final class KernelCatalog {
     }
 
     /**
-     * Dynamic shared memory of attn_prefill for a head dimension, regions in this order, each rounded
-     * up to 128 bytes (attention.cu carves it the same way): Q [qt, dp] fp16, K and V [kt, dp] fp16,
-     * S [qt, ktp] fp32, P [qt, ktp] fp16, O [qt, dp] fp32, running max and sum [qt] fp32 each; dp =
-     * headDim rounded up to 16 plus 8 and ktp = kt + 8 (padding against bank conflicts, and WMMA
-     * wants leading dimensions of a multiple of 8 halves).
+     * Dynamic shared memory of attn_prefill (and attn_prefill_wide) for a head dimension, regions in this order, each
+     * rounded up to 128 bytes (attention.cu carves it the same way): Q [qt, dp] fp16, K and V [kt, dp] fp16, each
+     * warp's S rows [16, kt + 4] fp32 and P rows [16, kt + 8] fp16, each warp's alpha and l [16] fp32 each, and a table
+     * of row numbers [16, 16] fp32; dp = headDim rounded up to 16 plus 8 (padding against bank conflicts; WMMA wants
+     * leading dimensions of a multiple of 8 halves or 4 floats).
      */
     public static int attnPrefillSmemBytes(int headDim) {
         int dp = roundUp(headDim, 16) + 8;

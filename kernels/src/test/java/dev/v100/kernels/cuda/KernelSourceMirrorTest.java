@@ -101,7 +101,8 @@ class KernelSourceMirrorTest {
     @Test
     void attentionPageAndHeadLimitsMirrorAttentionCu() throws IOException {
         mirrors("attention.cu", Map.of("PAGE", KernelCatalog.KV_PAGE_TOKENS, "ATTN_MAX_HD", KernelCatalog.ATTN_MAX_HEAD_DIM,
-                "THREADS", KernelCatalog.ATTN_THREADS, "PREP_WARPS", KernelCatalog.PREP_WARPS));
+                "THREADS", KernelCatalog.ATTN_THREADS, "PREP_WARPS", KernelCatalog.PREP_WARPS, "QT", KernelCatalog.ATTN_PREFILL_QUERY_TILE,
+                "PF_NARROW_HD", KernelCatalog.ATTN_PREFILL_NARROW_HEAD_DIM));
     }
 
     /** A block's registers as sm_70 allocates them (8 a thread at a time, 256 a warp): what the kernel build checks against the register file. */

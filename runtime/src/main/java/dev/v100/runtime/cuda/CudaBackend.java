@@ -967,7 +967,7 @@ public final class CudaBackend implements Backend {
             int declared = KernelCatalog.get(kernel).maxDynamicSmemBytes();
             if (smem > declared) throw new BackendException(kernel + ": head dim " + hd + " needs " + smem + " bytes of shared memory, declared " + declared);
             int qTiles = (n + KernelCatalog.ATTN_PREFILL_QUERY_TILE - 1) / KernelCatalog.ATTN_PREFILL_QUERY_TILE;
-            device.launch(hd <= KernelCatalog.ATTN_PREFILL_NARROW_HEAD_DIM ? kAttnPrefill : kAttnPrefillWide).ptr(qb.address).i32(n).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step)
+            device.launch(kernel.equals("attn_prefill") ? kAttnPrefill : kAttnPrefillWide).ptr(qb.address).i32(n).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).i64(stride).ptr(step)
                     .f32(scale).ptr(ob.address).go(qTiles, heads, 1, KernelCatalog.ATTN_THREADS, smem);
         }
         checked("attention", ob);
@@ -1058,7 +1058,7 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * A decode batch's attention in one launch of each kernel: kv_store and attn_decode read each row's
+     * A decode batch's attention in one launch of each kernel: kv_store and attn_decode_rows read each row's
      * position from the step block and its sequence's block table from a per-batch table array.
      */
     @Override

@@ -18,8 +18,9 @@ import static org.junit.jupiter.api.Assertions.*;
 
 /**
  * Causal GQA attention over the paged fp16 cache, decode (split-K) and prefill (WMMA) kernels, against
- * the reference over the same fp16 keys and values: head dims 8..256, grouped and plain heads, starts
- * and lengths that cross pages (64 positions, one decode split each) and power-of-two split counts.
+ * the reference over the same fp16 keys and values: head dims 8..256 (20: not whole 16-byte chunks, the prefill's
+ * element-wise tile loads; 192 and 256: attn_prefill_wide), grouped and plain heads, starts and lengths that cross
+ * pages (64 positions, one decode split each), power-of-two split counts, and prefill tiles whose last warps hold no row.
  */
 @Tag("gpu")
 class CudaAttentionTest {
@@ -33,7 +34,7 @@ class CudaAttentionTest {
 
     static final Geometry[] GEOMETRIES = {new Geometry(4, 2, 8), new Geometry(8, 1, 64), new Geometry(2, 2, 128),
             new Geometry(4, 4, 256), new Geometry(6, 2, 80), new Geometry(3, 1, 7 * 16),
-            new Geometry(32, 8, 128), new Geometry(20, 1, 64)};
+            new Geometry(32, 8, 128), new Geometry(20, 1, 64), new Geometry(4, 2, 20), new Geometry(4, 1, 192)};
     /** {startPos, rows}: decode (rows <= 4) and prefill, across page and chunk edges. */
     static final int[][] STEPS = {{0, 1}, {0, 7}, {61, 1}, {61, 3}, {130, 4}, {255, 2}, {0, 33}, {63, 100}, {200, 64}, {0, 300}, {300, 5}, {511, 1}, {1000, 2}, {4090, 4}};
 
