@@ -333,95 +333,9 @@ __global__ void __launch_bounds__(32 * PL_WARPS) persist_layers(const PlPhase* p
         }
 }
 
-// ---- The tensor-core batch GEMV split over K (tenth session; `gemv_lab 8 mma`) ----
-// gemv8_mma_q4_K gives a block 32 rows and all of K: a 4096-row matrix is 128 blocks, under one an SM, ~8 warps an SM
-// with one chunk's loads each in flight (~12 KB an SM). Here block (tile, s) takes the s-th of S ranges of chunks,
-// writes its 32 x 8 sums to part[], and the tile's last block to finish (a self-resetting ticket, as attn_decode's
-// merge) adds the S partials in order s = 0..S-1 and writes y: deterministic, each token column its own.
-template <class Q, int WARPS>
-__device__ __forceinline__ void mma_split_impl(const WView& w, const h16* xh, int n, float* y, int rows, float* part, unsigned* tickets) {
-    __shared__ __align__(32) h16 tile[WARPS][GEMV_MMA_ROWS * GEMV_MMA_LD];
-    __shared__ unsigned ticket;
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int S = gridDim.y, sidx = blockIdx.y;
-    i64 r0 = (i64) blockIdx.x * GEMV_MMA_ROWS;
-    i64 r = min(r0 + lane, (i64) rows - 1);
-    const unsigned char* row = w.data + r * w.rowBytes;
-    int chunks = w.cols >> 6, per = (chunks + S - 1) / S, c0 = sidx * per, c1 = min(chunks, c0 + per);
-    FragC acc;
-    frag_zero(acc);
-    h16* t = tile[warp] + lane * GEMV_MMA_LD;
-    int c = c0 + warp;
-    typename Q::Raw next = {};
-    if (c < c1) next = Q::load(w, row, r, c);
-    for (; c < c1; c += WARPS) {
-        FragAB fb[4];
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) wmma32_load_b_row(fb[kk], xh + (i64) (64 * c + 16 * kk) * 8, 8);
-        typename Q::Raw q = next;
-        if (c + WARPS < c1) next = Q::load(w, row, r, c + WARPS);
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-            unsigned k[4];
-            Q::consts(q, c, half, k);
-#pragma unroll
-            for (int i = 0; i < 8; i += 2) {
-                unsigned o[4];
-                Q::tile8(q, half, i, k, o);
-                *reinterpret_cast<uint4*>(t + 4 * i) = make_uint4(o[0], o[1], o[2], o[3]);
-            }
-            __syncwarp();
-#pragma unroll
-            for (int kk = 0; kk < 2; kk++) {
-                FragAB fa;
-                wmma32_load_a_row(fa, tile[warp] + 16 * kk, GEMV_MMA_LD);
-                wmma32_mma_row_row(acc, fa, fb[2 * half + kk]);
-            }
-            __syncwarp();
-        }
-    }
-    __syncthreads();
-    float* red = reinterpret_cast<float*>(&tile[0][0]);
-    const int STRIDE = GEMV_MMA_ROWS * GEMV_MMA_LD / 2;
-    wmma32_store_c_row(red + warp * STRIDE, acc, 8);
-    __syncthreads();
-    const float* xs = reinterpret_cast<const float*>(xh + (i64) w.cols * 8);
-    float mine[GEMV_MMA_ROWS * 8 / (32 * WARPS) > 0 ? GEMV_MMA_ROWS * 8 / (32 * WARPS) : 1];
-    int k0 = 0;
-    for (int i = threadIdx.x; i < GEMV_MMA_ROWS * 8; i += blockDim.x, k0++) {
-        float sum = 0.f;
-#pragma unroll
-        for (int k = 0; k < WARPS; k++) sum += red[k * STRIDE + i];
-        mine[k0] = sum;
-    }
-    if (S > 1) {
-        k0 = 0;
-        for (int i = threadIdx.x; i < GEMV_MMA_ROWS * 8; i += blockDim.x, k0++) part[((i64) blockIdx.x * S + sidx) * 256 + i] = mine[k0];
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) ticket = atomicAdd(tickets + blockIdx.x, 1u);
-        __syncthreads();
-        if (ticket != (unsigned) S - 1) return;
-        __threadfence();
-        k0 = 0;
-        for (int i = threadIdx.x; i < GEMV_MMA_ROWS * 8; i += blockDim.x, k0++) {
-            float sum = 0.f;
-            for (int q = 0; q < S; q++) sum += __ldcg(part + ((i64) blockIdx.x * S + q) * 256 + i);
-            mine[k0] = sum;
-        }
-        if (threadIdx.x == 0) tickets[blockIdx.x] = 0u;
-    }
-    k0 = 0;
-    for (int i = threadIdx.x; i < GEMV_MMA_ROWS * 8; i += blockDim.x, k0++) {
-        i64 ro = r0 + (i >> 3);
-        int tok = i & 7;
-        if (ro < rows && tok < n) y[(i64) tok * rows + ro] = mine[k0] * xs[tok];
-    }
-}
-template <int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) mma_split(WEIGHT_PARAMS, const h16* xh, int n, float* y, int rows, float* part, unsigned* tickets) {
-    mma_split_impl<MmaQ4k, WARPS>(WEIGHT_VIEW, xh, n, y, rows, part, tickets);
-}
+// ---- The tensor-core batch GEMV split over K (tenth session): measured no faster (153-179 us a layer against the
+// shipped kernel's 160-169; docs/BENCHMARKS.md) and removed from here after: a copy of gemv_mma_impl's chunk loop with
+// a range of chunks a block and a ticketed sum of the partials (git show 68d786b:tools/device/gemv_lab.cu has it). ----
 
 // ---- host side ----
 __global__ void fill_bytes(unsigned char* p, i64 n, unsigned seed) {
@@ -864,51 +778,6 @@ int main(int argc, char** argv) {
             printf("| %s | %.1f | %.0f | %.1f | %.0f | %.1e |\n", which < 0 ? "shipped x16 (gemv_x16 / gemv8_x16 + quantize)" : vs[which].name, us[0],
                    layerBytes / (us[0] / 1e6) / 1e9, us[1], layerBytes / (us[1] / 1e6) / 1e9, worst);
         }
-        // split over K: S ranges of chunks for matrices of few row tiles (S from a target of blocks a matrix)
-        float* part;
-        unsigned* tickets;
-        CK(cudaMalloc(&part, 64ull << 20));
-        CK(cudaMalloc(&tickets, 65536 * 4));
-        CK(cudaMemset(tickets, 0, 65536 * 4));
-        typedef void (*SK)(WEIGHT_PARAMS, const h16*, int, float*, int, float*, unsigned*);
-        struct SV { const char* name; SK k; int warps; };
-        SV svs[] = {{"split over K, 8 warps", mma_split<8>, 8}, {"split over K, 4 warps", mma_split<4>, 4}};
-        for (const SV& sv : svs)
-            for (int target : {2, 4, 8}) {   // blocks a matrix at least target x SMs (S at most chunks / warps)
-                auto splits = [&](const Mat& m) {
-                    int tiles = (m.rows + 31) / 32, chunks = m.cols / 64;
-                    int S = std::max(1, (target * sms + tiles - 1) / tiles);
-                    return std::min(S, std::max(1, chunks / sv.warps));
-                };
-                auto run = [&](const Mat& m, int n) {
-                    int S = splits(m);
-                    sv.k<<<dim3((m.rows + 31) / 32, S), sv.warps * 32, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xh, n,
-                                                                             y8, m.rows, part, tickets);
-                };
-                double worst = 0;
-                for (int i = 0; i < NS; i++) {
-                    const Mat& m = mats[i];
-                    for (int t = 0; t < 8; t++) CK(cudaMemcpy(x8 + (i64) t * m.cols, x, m.cols * 4, cudaMemcpyDeviceToDevice));
-                    launch(gemv_ref_q4_K, m, x, yr, 4, 128, s);
-                    prep(m.cols, 8);
-                    run(m, 8);
-                    CK(cudaStreamSynchronize(s));
-                    for (int t : {0, 7}) {
-                        CK(cudaMemcpy(y, y8 + (i64) t * m.rows, m.rows * 4, cudaMemcpyDeviceToDevice));
-                        worst = std::max(worst, relErr(m.rows));
-                    }
-                }
-                float us = time_graph(s, e0, e1, [&] {
-                    for (int l = 0; l < LAYERS; l++)
-                        for (int i = 0; i < NS; i++) {
-                            if (i == 0 || i == 3 || i == 4 || i == 6) prep(mats[l * NS + i].cols, 8);
-                            run(mats[l * NS + i], 8);
-                        }
-                }) * 1e3f / LAYERS;
-                int sq = splits(mats[0]), sg = splits(mats[4]), sd = splits(mats[6]);
-                printf("| %s, >= %d blocks an SM a matrix (S: q/o %d, gate/up %d, down %d) | - | - | %.1f | %.0f | %.1e |\n", sv.name, target, sq, sg, sd, us,
-                       layerBytes / (us / 1e6) / 1e9, worst);
-            }
         CK(cudaGetLastError());
         return 0;
     }
