@@ -281,13 +281,27 @@ __device__ __forceinline__ int dp4_uhi(unsigned q, unsigned hi, int c) {
 }
 __device__ __forceinline__ uint4 ldg16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
-// The block's sums of n token rows (acc[t], NT at most) -> y [n, rows], or addTo + scale * sum (as above)
-template <int R, int NT>
-__device__ __forceinline__ void gemv_x16_rows_out(float (*acc)[R], int n, i64 r0, int rows, float* y, const float* addTo, float scale) {
+// Where token row t of an x16 GEMV reads its x16 (x(t)) and writes its sums (out(t), and add(t): 0, or the row its
+// sums are added to, times scale). X16Rows: the rows one after another, y [n, rows] (the GEMV kernels); the MoE
+// groups gather theirs (ExpertGroupRows below).
+struct X16Rows {
+    const unsigned char* xq;
+    i64 xStride;
+    float* y;
+    const float* addTo;
+    int rows;
+    __device__ __forceinline__ const unsigned char* x(int t) const { return xq + t * xStride; }
+    __device__ __forceinline__ float* out(int t) const { return y + (i64) t * rows; }
+    __device__ __forceinline__ const float* add(int t) const { return addTo ? addTo + (i64) t * rows : nullptr; }
+};
+
+// The block's sums of n token rows (acc[t], NT at most) -> tr.out(t), or tr.add(t) + scale * sum (as above)
+template <int R, int NT, class TR>
+__device__ __forceinline__ void gemv_x16_rows_out(float (*acc)[R], int n, i64 r0, int rows, const TR& tr, float scale) {
 #pragma unroll
     for (int t = 0; t < NT; t++) {
         if (t >= n) break;
-        gemv_block_rows_out<R, GEMV_X16_THREADS>(acc[t], r0, rows, y + (i64) t * rows, addTo ? addTo + (i64) t * rows : nullptr, scale);
+        gemv_block_rows_out<R, GEMV_X16_THREADS>(acc[t], r0, rows, tr.out(t), tr.add(t), scale);
     }
 }
 
@@ -304,14 +318,14 @@ __device__ __forceinline__ void gemv_x16_rows_out(float (*acc)[R], int n, i64 r0
 // r0 the first group's; a multiple of the items per super-block, so an item's place depends on its lane alone).
 // U: items a thread takes per loop step (their loads issued together; an item past the row reads the row's last
 // item and adds nothing, so the sums and their order are those of U = 1).
-template <class Q, int R, int NT, int TPR = GEMV_X16_THREADS, int U = 1>
-__device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned char* xq, int n, float* y, int rows, i64 r0,
-                                              const float* addTo, float scale) {
+// TR: where each token row's x16 and sums are (X16Rows above; gemv_x16_impl after this function takes them as x16
+// rows one after another).
+template <class Q, int R, int NT, int TPR, int U, class TR>
+__device__ __forceinline__ void gemv_x16_rows_impl(const WView& w, const TR& tr, int n, int rows, i64 r0, float scale) {
     static_assert(TPR == GEMV_X16_THREADS || (TPR >= 8 && TPR <= 32 && (TPR & (TPR - 1)) == 0), "a row group is the block or part of a warp");
     int tid = TPR == GEMV_X16_THREADS ? (int) threadIdx.x : (int) threadIdx.x % TPR;
     if (TPR < GEMV_X16_THREADS) r0 += (i64) (threadIdx.x / TPR) * R;
     int items = w.cols >> Q::SHIFT;
-    i64 xStride = x16_row_bytes(w.cols);
     float acc[NT][R] = {};
     auto row = [&](int rr) { return min(r0 + rr, (i64) rows - 1); };
     for (int it0 = tid; it0 < items; it0 += U * TPR) {
@@ -322,7 +336,7 @@ __device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned cha
 #pragma unroll
         for (int u = 0; u < U; u++) {
             int it = min(it0 + u * TPR, items - 1);
-            x[u] = Q::x(xq, w.cols, it, tid);
+            x[u] = Q::x(tr.x(0), w.cols, it, tid);
 #pragma unroll
             for (int rr = 0; rr < R; rr++) wr[u][rr] = Q::w(w, row(rr), it, tid);
         }
@@ -337,7 +351,7 @@ __device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned cha
         int it = it0;
         if (NT == 1 && Q::INLINE) {
             // one token row: each weight row decoded where it is used (fewer live registers: measured faster on Q4_K)
-            typename Q::X x = Q::x(xq, w.cols, it, tid);
+            typename Q::X x = Q::x(tr.x(0), w.cols, it, tid);
 #pragma unroll
             for (int rr = 0; rr < R; rr++) acc[0][rr] += Q::dot(Q::w(w, row(rr), it, tid), x);
         } else {
@@ -348,7 +362,7 @@ __device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned cha
 #pragma unroll
             for (int t = 0; t < NT; t++) {
                 if (t >= n) break;
-                typename Q::X x = Q::x(xq + t * xStride, w.cols, it, tid);
+                typename Q::X x = Q::x(tr.x(t), w.cols, it, tid);
 #pragma unroll
                 for (int rr = 0; rr < R; rr++) acc[t][rr] += Q::dot(wr[rr], x);
             }
@@ -356,7 +370,7 @@ __device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned cha
       }
     }
     if (TPR == GEMV_X16_THREADS) {
-        gemv_x16_rows_out<R, NT>(acc, n, r0, rows, y, addTo, scale);
+        gemv_x16_rows_out<R, NT>(acc, n, r0, rows, tr, scale);
     } else {   // each group's sums over its TPR lanes (shuffles of whole warps)
 #pragma unroll
         for (int t = 0; t < NT; t++) {
@@ -367,10 +381,17 @@ __device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned cha
 #pragma unroll
                 for (int o = TPR / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
                 i64 r = r0 + rr;
-                if (tid == 0 && r < rows) y[(i64) t * rows + r] = addTo ? addTo[(i64) t * rows + r] + scale * v : v;
+                const float* a = tr.add(t);
+                if (tid == 0 && r < rows) tr.out(t)[r] = a ? a[r] + scale * v : v;
             }
         }
     }
+}
+
+template <class Q, int R, int NT, int TPR = GEMV_X16_THREADS, int U = 1>
+__device__ __forceinline__ void gemv_x16_impl(const WView& w, const unsigned char* xq, int n, float* y, int rows, i64 r0,
+                                              const float* addTo, float scale) {
+    gemv_x16_rows_impl<Q, R, NT, TPR, U>(w, X16Rows{xq, x16_row_bytes(w.cols), y, addTo, rows}, n, rows, r0, scale);
 }
 
 // signed codes q (bytes) times x16's unsigned low bytes
@@ -1166,7 +1187,126 @@ __device__ __forceinline__ void expert_gemv_x16_impl(const GemvPart* parts, int 
     extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) expert_gemv_x16s_##SUFFIX(const GemvPart* parts, int cols, \
             const unsigned char* xq, int perSlot, int topK, const int* ids) {                                             \
         expert_gemv_x16_impl<ITEM, GEMV_X16_SHORT_TPR>(parts, cols, xq, perSlot, topK, ids);                               \
+    }                                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) expert_group_x16_##SUFFIX(const GemvPart* parts, int cols, \
+            const unsigned char* xq, int perSlot, int topK, const int* order, const int4* groups, int span) {             \
+        expert_group_x16_impl<ITEM, GEMV_X16_THREADS>(parts, cols, xq, perSlot, topK, order, groups, span);               \
+    }                                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) expert_group_x16s_##SUFFIX(const GemvPart* parts, int cols, \
+            const unsigned char* xq, int perSlot, int topK, const int* order, const int4* groups, int span) {             \
+        expert_group_x16_impl<ITEM, GEMV_X16_SHORT_TPR>(parts, cols, xq, perSlot, topK, order, groups, span);             \
     }
+
+// MoE for many tokens (prefill): the slots grouped by expert, so each expert's rows are read once per group of up to
+// GEMV_MAX_N slots rather than once per slot. moe_group (one block) sorts the slots s = t * topK + k by expert ids[s]:
+// order = the slots, experts ascending, slots ascending within one; groups[i] = (expert, first index into order,
+// count 1..GEMV_MAX_N, 0) for an expert's slots in runs of GEMV_MAX_N, experts ascending, and count 0 from the last
+// group on up to maxGroups (the host's grid: slots / GEMV_MAX_N + min(experts, slots) groups at most). experts <=
+// MOE_GROUP_THREADS (KernelCatalog.MOE_GROUP_THREADS); an id outside [0, experts) is in no group (moe_route writes none).
+#define MOE_GROUP_THREADS 1024
+__device__ __forceinline__ int block_exclusive_scan(int v, int* warpSums) {   // every thread of the block; warpSums [32]
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, x = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        int y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    __syncthreads();   // a previous scan's readers are done with warpSums
+    if (lane == 31) warpSums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        int w = lane < (int) (blockDim.x >> 5) ? warpSums[lane] : 0;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            int y = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += y;
+        }
+        warpSums[lane] = w;   // inclusive
+    }
+    __syncthreads();
+    return x - v + (warp ? warpSums[warp - 1] : 0);
+}
+
+extern "C" __global__ void __launch_bounds__(MOE_GROUP_THREADS) moe_group(const int* __restrict__ ids, int slots, int experts, int maxGroups,
+                                                                          int* __restrict__ order, int4* __restrict__ groups) {
+    __shared__ int count[MOE_GROUP_THREADS];
+    __shared__ __align__(16) int tile[MOE_GROUP_THREADS];
+    __shared__ int warpSums[32];
+    int e = threadIdx.x;
+    count[e] = 0;
+    __syncthreads();
+    for (int s = e; s < slots; s += MOE_GROUP_THREADS) {
+        unsigned id = (unsigned) ids[s];
+        if (id < (unsigned) experts) atomicAdd(&count[id], 1);
+    }
+    __syncthreads();
+    int c = e < experts ? count[e] : 0, runs = (c + GEMV_MAX_N - 1) / GEMV_MAX_N;
+    int first = block_exclusive_scan(c, warpSums);
+    int firstGroup = block_exclusive_scan(runs, warpSums);
+    int total = warpSums[(MOE_GROUP_THREADS >> 5) - 1];   // the groups of every expert
+    for (int g = 0; g < runs; g++) groups[firstGroup + g] = make_int4(e, first + g * GEMV_MAX_N, min(GEMV_MAX_N, c - g * GEMV_MAX_N), 0);
+    for (int g = total + e; g < maxGroups; g += MOE_GROUP_THREADS) groups[g] = make_int4(0, 0, 0, 0);
+    // each expert's slots in ascending order: thread e walks the ids a tile at a time (every thread reads the same word)
+    int at = first;
+    for (int base = 0; base < slots; base += MOE_GROUP_THREADS) {
+        __syncthreads();
+        tile[e] = base + e < slots ? ids[base + e] : -1;
+        __syncthreads();
+        if (c == 0) continue;
+        int m = min(MOE_GROUP_THREADS, slots - base);
+        for (int i = 0; i < m; i += 4) {
+            int4 q = *reinterpret_cast<const int4*>(tile + i);   // past m: -1 (the tile's tail)
+            if (q.x == e) order[at++] = base + i;
+            if (q.y == e) order[at++] = base + i + 1;
+            if (q.z == e) order[at++] = base + i + 2;
+            if (q.w == e) order[at++] = base + i + 3;
+        }
+    }
+}
+
+// Token row t of a group: slot order[first + t], its x16 row (the slot's, or its token's), its output row; no add.
+// The slots and x16 rows sit in shared memory, read where used (volatile; as register arrays the kernels took 128-212
+// registers a thread, 94-168 now, against gemv8_x16's 80-126).
+struct ExpertGroupRows {
+    const unsigned char* xq;
+    i64 xStride;
+    float* y;
+    int rows;
+    const volatile int* slot;   // [GEMV_MAX_N], shared
+    const volatile int* xr;     // [GEMV_MAX_N], shared
+    __device__ __forceinline__ const unsigned char* x(int t) const { return xq + xr[t] * xStride; }
+    __device__ __forceinline__ float* out(int t) const { return y + (i64) slot[t] * rows; }
+    __device__ __forceinline__ const float* add(int) const { return nullptr; }
+};
+
+// expert_group_x16_<t> (expert_group_x16s_<t> for short rows): grid (row spans, maxGroups, parts); block (x, g, z)
+// multiplies group g's slots by its expert's rows of part z's stack, span x of them (span row blocks of RB rows one
+// after another: the group's x16 rows stay in L1 for all of them), the rows decoded once for the group's token rows
+// (gemv_x16_rows_impl with GEMV_MAX_N rows): each slot's sums exactly those of expert_gemv_x16_<t> (the same order as
+// one row alone), so the grouped and per-slot paths give the same bits.
+template <class Q, int TPR>
+__device__ __forceinline__ void expert_group_x16_impl(const GemvPart* parts, int cols, const unsigned char* xq, int perSlot, int topK,
+                                                      const int* order, const int4* groups, int span) {
+    const GemvPart& p = parts[blockIdx.z];
+    const int RB = GEMV_X16_ROWS * (GEMV_X16_THREADS / TPR);   // rows a row block
+    i64 r0 = (i64) blockIdx.x * span * RB;
+    if (r0 >= p.rows) return;   // the grid of a part with more rows
+    int4 g = groups[blockIdx.y];
+    if (g.z <= 0) return;   // past the last group
+    __shared__ int slot[GEMV_MAX_N], xr[GEMV_MAX_N];
+    if (threadIdx.x < GEMV_MAX_N) {
+        int s = order[g.y + min((int) threadIdx.x, g.z - 1)];
+        slot[threadIdx.x] = s;
+        xr[threadIdx.x] = perSlot ? s : s / topK;
+    }
+    __syncthreads();
+    ExpertGroupRows tr{xq, x16_row_bytes(cols), p.y, p.rows, slot, xr};
+    i64 first = (i64) g.x * p.rows;   // the expert's first row of the stack
+    WView w{p.data + first * p.rowBytes, p.rowBytes, cols, p.groups, p.groupShift, p.scales ? p.scales + first * p.groups : nullptr,
+            p.zeros ? p.zeros + first * p.groups : nullptr};
+    for (int k = 0; k < span && r0 < p.rows; k++, r0 += RB) gemv_x16_rows_impl<Q, GEMV_X16_ROWS, GEMV_MAX_N, TPR, 1>(w, tr, g.z, p.rows, r0, 1.f);
+}
+
 EXPERT_GEMV_X16(q8_0, Q8_0Item)
 EXPERT_GEMV_X16(q4_K, Q4kItem)
 EXPERT_GEMV_X16(q6_K, Q6kItem)

@@ -60,6 +60,13 @@ public final class KernelCatalog {
     public static final int GEMV_PART_BYTES = 56;
     /** expert_gemv_x16s_*: threads per row group for short rows (gemv.cu GEMV_X16_SHORT_TPR). */
     public static final int GEMV_X16_SHORT_TPR = 16;
+    /**
+     * MoE slots grouped by expert (many tokens: {@link #moeGrouped}): moe_group's threads (one block; experts at most),
+     * then expert_group_x16_* over groups of up to GEMV_MAX_TOKENS slots of one expert (gemv.cu MOE_GROUP_THREADS).
+     */
+    public static final int MOE_GROUP_THREADS = 1024;
+    /** Row blocks (expertX16RowsPerBlock rows each) one block of expert_group_x16_* takes, one after another. */
+    public static final int MOE_GROUP_SPAN = 8;
     /** gemv_x16_quantize: threads per block (a warp per 32-element unit of x). */
     public static final int GEMV_X16_QUANTIZE_THREADS = 128;
     public static final int GEMV8_ROWS_PER_BLOCK = 16;   // 4 warps x GEMV8_ROWS_PER_WARP (gemv.cu)
@@ -189,8 +196,11 @@ public final class KernelCatalog {
             if (gemvX16(t)) {
                 add("gemv", "expert_gemv_x16_" + t, GEMV_X16_THREADS, 0);
                 add("gemv", "expert_gemv_x16s_" + t, GEMV_X16_THREADS, 0);
+                add("gemv", "expert_group_x16_" + t, GEMV_X16_THREADS, 0);
+                add("gemv", "expert_group_x16s_" + t, GEMV_X16_THREADS, 0);
             }
         }
+        add("gemv", "moe_group", MOE_GROUP_THREADS, 0);
         for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates",
                 "moe_route", "moe_combine", "moe_output", "sigmoid_gate_rows", "gather_columns", "gdn_inputs")) {
             add("hybrid", k, ew, 0);
@@ -292,6 +302,22 @@ public final class KernelCatalog {
     /** Whether an expert stack of that type and width runs expert_gemv_x16s_* (rows of at most twice GEMV_X16_SHORT_TPR items). */
     public static boolean expertShortRows(String suffix, long cols) {
         return cols / gemvX16ItemElems(suffix) <= 2L * GEMV_X16_SHORT_TPR;
+    }
+
+    /**
+     * Whether the x16 expert GEMVs of a routing of that many slots over that many experts run grouped by expert
+     * (moe_group + expert_group_x16_*: an expert's rows read once per group of up to GEMV_MAX_TOKENS slots) rather than
+     * a block per slot (expert_gemv_x16_*): when the slots average two or more an expert (a prefill chunk; a decode
+     * batch of a model with many experts stays per slot), the experts fit moe_group's block, and the groups
+     * ({@link #moeMaxGroups}) a grid's y dimension. Both give the same bits.
+     */
+    public static boolean moeGrouped(long slots, int experts) {
+        return slots >= 2L * experts && experts <= MOE_GROUP_THREADS && moeMaxGroups(slots, experts) <= 65535;
+    }
+
+    /** The groups moe_group may form from that many slots: runs of GEMV_MAX_TOKENS of each expert's (gemv.cu moe_group). */
+    public static long moeMaxGroups(long slots, int experts) {
+        return slots / GEMV_MAX_TOKENS + Math.min(experts, slots);
     }
 
     /** Rows of one block of expert_gemv_x16_* (short: expert_gemv_x16s_*). */

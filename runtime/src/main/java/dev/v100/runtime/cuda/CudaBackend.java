@@ -81,7 +81,7 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnDecodeRows, kQkPrep, kMoeOutputNorm,
-            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
+            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kMoeGroup, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -95,6 +95,15 @@ public final class CudaBackend implements Backend {
      */
     static final String GEMV_MMA_PROPERTY = "v100.cuda.gemvMma";
     private final boolean mmaBatches = !"false".equals(System.getProperty(GEMV_MMA_PROPERTY));
+    /**
+     * Routings of many slots (KernelCatalog.moeGrouped: a prefill chunk) group their slots by expert and the x16 expert
+     * GEMVs run by group (the same bits); {@code -Dv100.cuda.moeGrouped=false} keeps a block per slot (a measurement
+     * knob; tests set the field). Read by route.
+     */
+    static final String MOE_GROUPED_PROPERTY = "v100.cuda.moeGrouped";
+    boolean moeGrouping = !"false".equals(System.getProperty(MOE_GROUPED_PROPERTY));
+    /** Row blocks one block of expert_group_x16_* takes (the group's x stays in L1 across them); tests set it. */
+    int moeGroupSpan = Integer.getInteger("v100.cuda.moeGroupSpan", KernelCatalog.MOE_GROUP_SPAN);
     private final String mmaScratch;
 
     /** A backend on {@code device} (which it retains until {@link #close}). */
@@ -141,6 +150,7 @@ public final class CudaBackend implements Backend {
         kDeltaGates = device.kernel("delta_gates");
         kDeltaRule = device.kernel("gated_delta_rule");
         kRoute = device.kernel("moe_route");
+        kMoeGroup = device.kernel("moe_group");
         kCombine = device.kernel("moe_combine");
         kMoeOutput = device.kernel("moe_output");
         kGdnInputs = device.kernel("gdn_inputs");
@@ -1253,6 +1263,8 @@ public final class CudaBackend implements Backend {
         CudaRouting r = new CudaRouting(device, capacityTokens, numExperts, topK);
         allocations.add(r.ids);
         allocations.add(r.weights);
+        if (r.order != 0) allocations.add(r.order);
+        if (r.groups != 0) allocations.add(r.groups);
         return r;
     }
 
@@ -1553,7 +1565,15 @@ public final class CudaBackend implements Backend {
             long before = device.issued();
             device.launch(kRoute).ptr(lb.address).i32(lb.rows).i32(lb.cols).i32(r.topK).i32(normalizeTopK ? 1 : 0).ptr(r.ids).ptr(r.weights)
                     .go((lb.rows + warps - 1) / warps, 1, 1, KernelCatalog.ROUTE_THREADS, 0);
-            x16Kept(before);   // (the routing's ids and weights are no activation)
+            long slots = (long) lb.rows * r.topK;
+            r.grouped = moeGrouping && r.order != 0 && KernelCatalog.moeGrouped(slots, r.numExperts);
+            if (r.grouped) {
+                device.launch(kMoeGroup).ptr(r.ids).i32((int) slots).i32(r.numExperts).i32((int) KernelCatalog.moeMaxGroups(slots, r.numExperts))
+                        .ptr(r.order).ptr(r.groups).go(1, 1, 1, KernelCatalog.MOE_GROUP_THREADS, 0);
+            }
+            x16Kept(before);   // (the routing's ids, weights and groups are no activation)
+        } else {
+            r.grouped = false;
         }
         r.tokens = lb.rows;
     }
@@ -1613,7 +1633,8 @@ public final class CudaBackend implements Backend {
 
     /**
      * expert_gemv_x16_* (expert_gemv_x16s_* for short rows) of stacks of one x16 type and width on one x: x's rows quantized
-     * to 16 bits (or their copy reused), grid (row blocks, slots, stacks).
+     * to 16 bits (or their copy reused), grid (row blocks, slots, stacks); for a grouped routing expert_group_x16_* (_x16s_),
+     * grid (row blocks, groups, stacks).
      */
     void expertGemvX16(CudaBuffer x, List<CudaWeight> ws, CudaRouting r, boolean perSlot, List<CudaBuffer> outs) {
         List<Long> key = new ArrayList<>();
@@ -1628,8 +1649,16 @@ public final class CudaBackend implements Backend {
         long q = x16Of(x, w0.cols);
         boolean shortRows = KernelCatalog.expertShortRows(w0.kernelSuffix, w0.cols);
         int per = KernelCatalog.expertX16RowsPerBlock(shortRows);
-        device.launch(shortRows ? w0.kernels.expertX16Short() : w0.kernels.expertX16()).ptr(table).i32((int) w0.cols).ptr(q).i32(perSlot ? 1 : 0)
-                .i32(r.topK).ptr(r.ids).go((maxRows + per - 1) / per, r.tokens * r.topK, ws.size(), KernelCatalog.GEMV_X16_THREADS, 0);
+        long rowBlocks = (maxRows + per - 1) / per;
+        if (r.grouped) {   // grid (row spans, groups): each block one group's slots times a span of row blocks
+            device.launch(shortRows ? w0.kernels.expertGroupShort() : w0.kernels.expertGroup()).ptr(table).i32((int) w0.cols).ptr(q)
+                    .i32(perSlot ? 1 : 0).i32(r.topK).ptr(r.order).ptr(r.groups).i32(moeGroupSpan)
+                    .go((rowBlocks + moeGroupSpan - 1) / moeGroupSpan, (int) KernelCatalog.moeMaxGroups((long) r.tokens * r.topK, r.numExperts),
+                            ws.size(), KernelCatalog.GEMV_X16_THREADS, 0);
+        } else {
+            device.launch(shortRows ? w0.kernels.expertX16Short() : w0.kernels.expertX16()).ptr(table).i32((int) w0.cols).ptr(q).i32(perSlot ? 1 : 0)
+                    .i32(r.topK).ptr(r.ids).go(rowBlocks, r.tokens * r.topK, ws.size(), KernelCatalog.GEMV_X16_THREADS, 0);
+        }
         x16Read(x, q, outs);
     }
 

@@ -271,6 +271,94 @@ class CudaHybridOpsTest {
     }
 
     /**
+     * A routing of many slots groups them by expert (moe_group) and the x16 expert GEMVs run by group
+     * (expert_group_x16_*): bit for bit the per-slot kernels (expert_gemv_x16_*) for every x16 type, long and short rows,
+     * spans of 1, 4 and 8 row blocks a block (18 rows: the last span partial),
+     * token and slot rows, a routing with hot experts (more than GEMV_MAX_TOKENS groups' worth), cold ones (no slot)
+     * and the 35B-A3B's 256 experts top-8; order and groups as counted here, the groups past the last zeroed (a routing
+     * of fewer groups after one of more).
+     */
+    @Test
+    void groupedExpertGemvIsThePerSlotPath() {
+        try (CudaBackend gpu = backend("hybrid-moe-grouped")) {
+            SplittableRandom r = new SplittableRandom(39);
+            for (int[] c : new int[][] {{12, 4, 130, 1}, {12, 4, 37, 0}, {256, 8, 64, 1}}) {
+                int experts = c[0], topK = c[1], capacity = c[2];
+                boolean skew = c[3] == 1;
+                for (String kind : new String[] {"q8_0", "q4_K", "q6_K", "w4a16"})
+                for (int cols : kind.equals("q6_K") ? new int[] {1024, 4096} : new int[] {512, 2048}) {
+                    if (experts > 12 && cols > 1024) continue;   // the 256-expert routing: one stack of short rows a type
+                    int rows = 18;
+                    long[] shape = {experts, rows, cols};
+                    Weight w;
+                    if (kind.equals("w4a16")) {
+                        var g = new dev.v100.formats.w4a16.W4A16Layout.Geometry((long) experts * rows, cols, 128);
+                        w = gpu.weightW4A16("blk.0.ffn_up_exps.weight", shape, 128, CudaMatmulTest.randomW4A16(g, r));
+                    } else {
+                        GgmlType t = GgmlType.byName(kind);
+                        w = gpu.weight("blk.0.ffn_up_exps.weight", t, shape, RandomBlocks.matrix("blk.0.ffn_up_exps.weight", t, (long) experts * rows, cols, 0.05, r).data());
+                    }
+                    CudaRouting routing = (CudaRouting) gpu.allocateRouting(capacity, experts, topK);   // the smaller routing after the larger
+                    for (int n : new int[] {capacity, capacity / 3}) {
+                        long slots = (long) n * topK;
+                        float[] logits = halves(r, n * experts, 2);
+                        for (int t = 0; skew && t < n; t++) {   // experts 0..2 in every token's top-k, the last three in none
+                            for (int e = 0; e < 3; e++) logits[t * experts + e] += 60f;
+                            for (int e = experts - 3; e < experts; e++) logits[t * experts + e] -= 60f;
+                        }
+                        String what = kind + " x " + cols + (dev.v100.kernels.cuda.KernelCatalog.expertShortRows(kind, cols) ? " (short rows)" : "") + ", "
+                                + experts + " experts top-" + topK + ", " + n + " tokens" + (skew ? ", skewed" : "");
+                        for (boolean perSlot : new boolean[] {false, true}) {
+                            int xr = perSlot ? (int) slots : n;
+                            Buffer x = put(gpu, halves(r, xr * cols, 1), xr, cols);
+                            Buffer logitsBuf = put(gpu, logits, n, experts);
+                            float[] perSlotOut = null;
+                            for (int span : new int[] {0, 1, 4, 8}) {   // 0: per slot; then spans of row blocks a grouped block takes
+                                gpu.moeGrouping = span > 0;
+                                gpu.moeGroupSpan = Math.max(1, span);
+                                gpu.route(logitsBuf, true, routing);
+                                assertEquals(span > 0 && slots >= 2L * experts, routing.grouped, what + ": grouped");
+                                Buffer o = gpu.allocate("o", (int) slots, rows);
+                                gpu.expertMatmul(x, w, routing, o);
+                                if (span == 0) perSlotOut = gpu.read(o);
+                                else assertArrayEquals(perSlotOut, gpu.read(o), what + (perSlot ? ", slot rows" : ", token rows") + ", span " + span
+                                        + ": grouped vs per slot");
+                            }
+                            gpu.moeGrouping = true;
+                            gpu.moeGroupSpan = dev.v100.kernels.cuda.KernelCatalog.MOE_GROUP_SPAN;
+                        }
+                        if (slots >= 2L * experts) checkGroups(gpu, routing, what);
+                    }
+                }
+            }
+        }
+    }
+
+    /** moe_group's order and groups (left by the last grouped route of these ids) against a count made here. */
+    private static void checkGroups(CudaBackend gpu, CudaRouting routing, String what) {
+        int slots = routing.tokens() * routing.topK, experts = routing.numExperts;
+        int maxGroups = (int) dev.v100.kernels.cuda.KernelCatalog.moeMaxGroups(slots, experts);
+        int[] ids = new int[slots], order = new int[slots], groups = new int[4 * maxGroups];
+        gpu.device.download(routing.ids, MemorySegment.ofArray(ids), 4L * slots);
+        gpu.device.download(routing.order, MemorySegment.ofArray(order), 4L * slots);
+        gpu.device.download(routing.groups, MemorySegment.ofArray(groups), 16L * maxGroups);
+        int[] wantOrder = new int[slots], wantGroups = new int[4 * maxGroups];
+        int at = 0, g = 0;
+        for (int e = 0; e < experts; e++) {
+            int first = at;
+            for (int s = 0; s < slots; s++) if (ids[s] == e) wantOrder[at++] = s;
+            for (int k = first; k < at; k += dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS, g++) {
+                wantGroups[4 * g] = e;
+                wantGroups[4 * g + 1] = k;
+                wantGroups[4 * g + 2] = Math.min(dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS, at - k);
+            }
+        }
+        assertEquals(slots, at, what + ": every id names an expert");
+        assertArrayEquals(wantOrder, order, what + ": the slots by expert");
+        assertArrayEquals(wantGroups, groups, what + ": the groups (" + g + " of at most " + maxGroups + "), zero past the last");
+    }
+
+    /**
      * gdnInputs (one launch) bit for bit as the ops one by one (conv, three column copies, two l2 norms, the gates): key
      * head dims 128 and 48 (a block not a multiple of 32 wide), fp32 and fp16 conv kernels, 5 rows then 1 row (the conv
      * state carried), and the states they leave.
