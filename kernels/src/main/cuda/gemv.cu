@@ -995,10 +995,10 @@ struct MmaW4a16 {
     }
 };
 
-// WARPS: the block's warps (GEMV_MMA_WARPS where the runtime launches it; the lab tries others)
-template <class Q, int WARPS = GEMV_MMA_WARPS>
-__device__ __forceinline__ void gemv_mma_impl(const WView& w, const h16* xh, int n, float* y, int rows, i64 r0, const float* addTo,
-                                              float scale) {
+// WARPS: the block's warps (GEMV_MMA_WARPS where the runtime launches it; the lab tries others). TR: where token row t's
+// sums go (tr.out(t), tr.add(t): X16Rows, or a MoE group's ExpertGroupRows); xh: gemv_mma_prep's (or expert_group_prep's) x.
+template <class Q, int WARPS, class TR>
+__device__ __forceinline__ void gemv_mma_rows_impl(const WView& w, const h16* xh, int n, int rows, i64 r0, const TR& tr, float scale) {
     __shared__ __align__(32) h16 tile[WARPS][GEMV_MMA_ROWS * GEMV_MMA_LD];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     i64 r = min(r0 + lane, (i64) rows - 1);
@@ -1050,9 +1050,15 @@ __device__ __forceinline__ void gemv_mma_impl(const WView& w, const h16* xh, int
         int tok = i & 7;
         if (ro < rows && tok < n) {
             float v = sum * xs[tok];
-            y[(i64) tok * rows + ro] = addTo ? addTo[(i64) tok * rows + ro] + scale * v : v;
+            const float* a = tr.add(tok);
+            tr.out(tok)[ro] = a ? a[ro] + scale * v : v;
         }
     }
+}
+template <class Q, int WARPS = GEMV_MMA_WARPS>
+__device__ __forceinline__ void gemv_mma_impl(const WView& w, const h16* xh, int n, float* y, int rows, i64 r0, const float* addTo,
+                                              float scale) {
+    gemv_mma_rows_impl<Q, WARPS>(w, xh, n, rows, r0, X16Rows{nullptr, 0, y, addTo, rows}, scale);
 }
 
 // y [n, rows] = x W^T (addTo: 0, or y = addTo + scale x W^T); grid: rows / GEMV_MMA_ROWS blocks of 32 GEMV_MMA_WARPS threads.
@@ -1190,11 +1196,7 @@ __device__ __forceinline__ void expert_gemv_x16_impl(const GemvPart* parts, int 
     }                                                                                                                     \
     extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) expert_group_x16_##SUFFIX(const GemvPart* parts, int cols, \
             const unsigned char* xq, int perSlot, int topK, const int* order, const int4* groups, int span) {             \
-        expert_group_x16_impl<ITEM, GEMV_X16_THREADS>(parts, cols, xq, perSlot, topK, order, groups, span);               \
-    }                                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) expert_group_x16s_##SUFFIX(const GemvPart* parts, int cols, \
-            const unsigned char* xq, int perSlot, int topK, const int* order, const int4* groups, int span) {             \
-        expert_group_x16_impl<ITEM, GEMV_X16_SHORT_TPR>(parts, cols, xq, perSlot, topK, order, groups, span);             \
+        expert_group_x16_impl<ITEM>(parts, cols, xq, perSlot, topK, order, groups, span);                                 \
     }
 
 // MoE for many tokens (prefill): the slots grouped by expert, so each expert's rows are read once per group of up to
@@ -1279,14 +1281,17 @@ struct ExpertGroupRows {
     __device__ __forceinline__ const float* add(int) const { return nullptr; }
 };
 
-// expert_group_x16_<t> (expert_group_x16s_<t> for short rows): grid (row spans, maxGroups, parts); block (x, g, z)
-// multiplies group g's slots by its expert's rows of part z's stack, span x of them (span row blocks of RB rows one
-// after another: the group's x16 rows stay in L1 for all of them), the rows decoded once for the group's token rows
-// (gemv_x16_rows_impl with GEMV_MAX_N rows): each slot's sums exactly those of expert_gemv_x16_<t> (the same order as
-// one row alone), so the grouped and per-slot paths give the same bits.
-template <class Q, int TPR>
+// expert_group_x16_<t>: grid (row spans, maxGroups, parts); block (x, g, z) multiplies group g's slots by its expert's
+// rows of part z's stack, span x of them (span row blocks of RB rows one after another: the group's x16 rows stay in L1
+// for all of them), the rows decoded once for the group's token rows (gemv_x16_rows_impl with GEMV_MAX_N rows). Row
+// groups of GEMV_X16_SHORT_TPR threads whatever the width (their sums by shuffles alone: long rows of 64 threads a row
+// group measured 5 % slower, BENCHMARKS). Each slot's sums are exactly those of expert_gemv_x16s_<t> (the same order
+// as one row alone, whatever the group's other slots): the per-slot path's bits for short rows; for long rows (per slot
+// expert_gemv_x16_<t>, row groups of 64 threads) the same products summed in another order.
+template <class Q>
 __device__ __forceinline__ void expert_group_x16_impl(const GemvPart* parts, int cols, const unsigned char* xq, int perSlot, int topK,
                                                       const int* order, const int4* groups, int span) {
+    const int TPR = GEMV_X16_SHORT_TPR;
     const GemvPart& p = parts[blockIdx.z];
     const int RB = GEMV_X16_ROWS * (GEMV_X16_THREADS / TPR);   // rows a row block
     i64 r0 = (i64) blockIdx.x * span * RB;
@@ -1311,6 +1316,78 @@ EXPERT_GEMV_X16(q8_0, Q8_0Item)
 EXPERT_GEMV_X16(q4_K, Q4kItem)
 EXPERT_GEMV_X16(q6_K, Q6kItem)
 EXPERT_GEMV_X16(w4a16, W4a16Item)
+
+// MoE groups on the tensor cores (prefill of Q4_K and W4A16 stacks: KernelCatalog.expertGroupMma): expert_group_prep
+// writes each group's x rows (the slots', or their tokens') as gemv_mma_prep writes a decode batch's, group g at
+// xg + g * (8 K + 16) halves: [K][8] fp16, each row scaled by a power of two, then the 8 rows' scales (fp32); rows past the
+// group's count 0. Grid (maxGroups), EXPERT_GROUP_PREP_THREADS threads (warp t finds row t's largest |x|).
+// expert_group_mma_<t>: grid (row blocks of GEMV_MMA_ROWS, maxGroups, parts), gemv8_mma's kernel on the group's expert
+// and x, each slot's sums to its own output row (a slot's result does not depend on the group's other rows).
+#define EXPERT_GROUP_PREP_THREADS 256
+extern "C" __global__ void __launch_bounds__(EXPERT_GROUP_PREP_THREADS) expert_group_prep(const float* __restrict__ x, int K, int perSlot, int topK,
+        const int* __restrict__ order, const int4* __restrict__ groups, h16* __restrict__ xg, int permute) {
+    __shared__ float inv[GEMV_MAX_N];
+    __shared__ int rowOf[GEMV_MAX_N];
+    int4 g = groups[blockIdx.x];
+    if (g.z <= 0) return;
+    h16* xh = xg + (i64) blockIdx.x * (8 * (i64) K + 16);
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (warp < GEMV_MAX_N) {
+        int t = warp, xr = -1;
+        float m = 0.f;
+        if (t < g.z) {   // the finite values' largest (NaN and infinities reach y through xh as they are)
+            int s = order[g.y + t];
+            xr = perSlot ? s : s / topK;
+            const float* row = x + (i64) xr * K;
+            for (int k = lane; k < K; k += 32) if (isfinite(row[k])) m = fmaxf(m, fabsf(row[k]));
+        }
+        m = warp_max(m);
+        int e = 0;
+        if (m > 0.f) frexpf(m, &e);
+        e = max(-100, min(113, e - GEMV_MMA_X_TOP));
+        if (lane == 0) {
+            rowOf[t] = xr;
+            inv[t] = xr >= 0 ? ldexpf(1.f, -e) : 0.f;
+            reinterpret_cast<float*>(xh + (i64) K * 8)[t] = xr >= 0 ? ldexpf(1.f, e) : 0.f;
+        }
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+        int src = permute ? (k & ~3) | ((k & 1) << 1) | ((k >> 1) & 1) : k;
+        unsigned hv[GEMV_MAX_N / 2];
+#pragma unroll
+        for (int t = 0; t < GEMV_MAX_N; t += 2) {
+            h16 a = rowOf[t] >= 0 ? f2h(x[(i64) rowOf[t] * K + src] * inv[t]) : (h16) 0;
+            h16 b = rowOf[t + 1] >= 0 ? f2h(x[(i64) rowOf[t + 1] * K + src] * inv[t + 1]) : (h16) 0;
+            hv[t / 2] = (unsigned) a | ((unsigned) b << 16);
+        }
+        *reinterpret_cast<uint4*>(xh + (i64) k * 8) = make_uint4(hv[0], hv[1], hv[2], hv[3]);
+    }
+}
+
+template <class Q>
+__device__ __forceinline__ void expert_group_mma_impl(const GemvPart* parts, int cols, const h16* xg, const int* order, const int4* groups) {
+    const GemvPart& p = parts[blockIdx.z];
+    i64 r0 = (i64) blockIdx.x * GEMV_MMA_ROWS;
+    if (r0 >= p.rows) return;   // the grid of a part with more rows
+    int4 g = groups[blockIdx.y];
+    if (g.z <= 0) return;   // past the last group
+    __shared__ int slot[GEMV_MAX_N];
+    if (threadIdx.x < GEMV_MAX_N) slot[threadIdx.x] = order[g.y + min((int) threadIdx.x, g.z - 1)];
+    __syncthreads();
+    ExpertGroupRows tr{nullptr, 0, p.y, p.rows, slot, slot};
+    i64 first = (i64) g.x * p.rows;   // the expert's first row of the stack
+    WView w{p.data + first * p.rowBytes, p.rowBytes, cols, p.groups, p.groupShift, p.scales ? p.scales + first * p.groups : nullptr,
+            p.zeros ? p.zeros + first * p.groups : nullptr};
+    gemv_mma_rows_impl<Q, GEMV_MMA_WARPS>(w, xg + (i64) blockIdx.y * (8 * (i64) cols + 16), g.z, p.rows, r0, tr, 1.f);
+}
+#define EXPERT_GROUP_MMA(SUFFIX, Q)                                                                                        \
+    extern "C" __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) expert_group_mma_##SUFFIX(const GemvPart* parts, int cols, \
+            const h16* xg, const int* order, const int4* groups) {                                                      \
+        expert_group_mma_impl<Q>(parts, cols, xg, order, groups);                                                        \
+    }
+EXPERT_GROUP_MMA(q4_K, MmaQ4k)
+EXPERT_GROUP_MMA(w4a16, MmaW4a16)
 
 EXPERT_GEMV(f32, WT_F32)
 EXPERT_GEMV(f16, WT_F16)

@@ -65,8 +65,13 @@ public final class KernelCatalog {
      * then expert_group_x16_* over groups of up to GEMV_MAX_TOKENS slots of one expert (gemv.cu MOE_GROUP_THREADS).
      */
     public static final int MOE_GROUP_THREADS = 1024;
-    /** Row blocks (expertX16RowsPerBlock rows each) one block of expert_group_x16_* takes, one after another. */
-    public static final int MOE_GROUP_SPAN = 8;
+    /**
+     * Row blocks (expertX16RowsPerBlock(true) rows each) one block of expert_group_x16_* takes, one after another (the
+     * fastest on the H200 of 1..32, BENCHMARKS).
+     */
+    public static final int MOE_GROUP_SPAN = 4;
+    /** expert_group_prep: threads a block (a group; gemv.cu EXPERT_GROUP_PREP_THREADS). */
+    public static final int EXPERT_GROUP_PREP_THREADS = 256;
     /** gemv_x16_quantize: threads per block (a warp per 32-element unit of x). */
     public static final int GEMV_X16_QUANTIZE_THREADS = 128;
     public static final int GEMV8_ROWS_PER_BLOCK = 16;   // 4 warps x GEMV8_ROWS_PER_WARP (gemv.cu)
@@ -197,10 +202,11 @@ public final class KernelCatalog {
                 add("gemv", "expert_gemv_x16_" + t, GEMV_X16_THREADS, 0);
                 add("gemv", "expert_gemv_x16s_" + t, GEMV_X16_THREADS, 0);
                 add("gemv", "expert_group_x16_" + t, GEMV_X16_THREADS, 0);
-                add("gemv", "expert_group_x16s_" + t, GEMV_X16_THREADS, 0);
             }
         }
         add("gemv", "moe_group", MOE_GROUP_THREADS, 0);
+        add("gemv", "expert_group_prep", EXPERT_GROUP_PREP_THREADS, 0);
+        for (String t : allWeightSuffixes()) if (expertGroupMma(t)) add("gemv", "expert_group_mma_" + t, 32 * GEMV_MMA_WARPS, 0);
         for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates",
                 "moe_route", "moe_combine", "moe_output", "sigmoid_gate_rows", "gather_columns", "gdn_inputs")) {
             add("hybrid", k, ew, 0);
@@ -309,10 +315,30 @@ public final class KernelCatalog {
      * (moe_group + expert_group_x16_*: an expert's rows read once per group of up to GEMV_MAX_TOKENS slots) rather than
      * a block per slot (expert_gemv_x16_*): when the slots average two or more an expert (a prefill chunk; a decode
      * batch of a model with many experts stays per slot), the experts fit moe_group's block, and the groups
-     * ({@link #moeMaxGroups}) a grid's y dimension. Both give the same bits.
+     * ({@link #moeMaxGroups}) a grid's y dimension. The x16 groups give the per-slot path's products (its bits for short
+     * rows); the tensor-core groups ({@link #expertGroupMmaTakes}) those of fp16 operands, as a prefill chunk's GEMM.
      */
     public static boolean moeGrouped(long slots, int experts) {
         return slots >= 2L * experts && experts <= MOE_GROUP_THREADS && moeMaxGroups(slots, experts) <= 65535;
+    }
+
+    /**
+     * Whether grouped expert stacks of that type run on the tensor cores (expert_group_prep + expert_group_mma_*: fp16 x and
+     * weights, as the GEMM of a prefill chunk) rather than expert_group_x16_*: Q4_K and W4A16 with whole
+     * GEMV_MMA_CHUNK_COLS-column chunks (Q8_0 measured slower on them than on expert_group_x16_q8_0, BENCHMARKS).
+     */
+    public static boolean expertGroupMmaTakes(String suffix, long cols) {
+        return expertGroupMma(suffix) && cols % GEMV_MMA_CHUNK_COLS == 0;
+    }
+
+    /** The types expert_group_mma_* is built for. */
+    public static boolean expertGroupMma(String suffix) {
+        return suffix.equals("q4_K") || suffix.equals(W4A16_SUFFIX);
+    }
+
+    /** Bytes of expert_group_prep's output for that many groups of x rows of cols columns (gemvMmaBytes a group). */
+    public static long expertGroupMmaBytes(long groups, long cols) {
+        return groups * gemvMmaBytes(cols);
     }
 
     /** The groups moe_group may form from that many slots: runs of GEMV_MAX_TOKENS of each expert's (gemv.cu moe_group). */

@@ -81,7 +81,7 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnDecodeRows, kQkPrep, kMoeOutputNorm,
-            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kMoeGroup, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
+            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -97,13 +97,20 @@ public final class CudaBackend implements Backend {
     private final boolean mmaBatches = !"false".equals(System.getProperty(GEMV_MMA_PROPERTY));
     /**
      * Routings of many slots (KernelCatalog.moeGrouped: a prefill chunk) group their slots by expert and the x16 expert
-     * GEMVs run by group (the same bits); {@code -Dv100.cuda.moeGrouped=false} keeps a block per slot (a measurement
-     * knob; tests set the field). Read by route.
+     * GEMVs run by group (each expert's rows read once per group of up to 8 slots); {@code -Dv100.cuda.moeGrouped=false}
+     * keeps a block per slot (a measurement knob; tests set the field). Read by route.
      */
     static final String MOE_GROUPED_PROPERTY = "v100.cuda.moeGrouped";
     boolean moeGrouping = !"false".equals(System.getProperty(MOE_GROUPED_PROPERTY));
     /** Row blocks one block of expert_group_x16_* takes (the group's x stays in L1 across them); tests set it. */
     int moeGroupSpan = Integer.getInteger("v100.cuda.moeGroupSpan", KernelCatalog.MOE_GROUP_SPAN);
+    /**
+     * Grouped stacks of the types KernelCatalog.expertGroupMmaTakes names run on the tensor cores (fp16 x and weights, as a
+     * prefill chunk's GEMM does); {@code -Dv100.cuda.moeGroupMma=false} keeps them on expert_group_x16_* (the x16 sums of
+     * the decode path; a measurement knob; tests set the field).
+     */
+    static final String MOE_GROUP_MMA_PROPERTY = "v100.cuda.moeGroupMma";
+    boolean moeGroupMma = !"false".equals(System.getProperty(MOE_GROUP_MMA_PROPERTY));
     private final String mmaScratch;
 
     /** A backend on {@code device} (which it retains until {@link #close}). */
@@ -151,6 +158,7 @@ public final class CudaBackend implements Backend {
         kDeltaRule = device.kernel("gated_delta_rule");
         kRoute = device.kernel("moe_route");
         kMoeGroup = device.kernel("moe_group");
+        kGroupPrep = device.kernel("expert_group_prep");
         kCombine = device.kernel("moe_combine");
         kMoeOutput = device.kernel("moe_output");
         kGdnInputs = device.kernel("gdn_inputs");
@@ -1633,8 +1641,8 @@ public final class CudaBackend implements Backend {
 
     /**
      * expert_gemv_x16_* (expert_gemv_x16s_* for short rows) of stacks of one x16 type and width on one x: x's rows quantized
-     * to 16 bits (or their copy reused), grid (row blocks, slots, stacks); for a grouped routing expert_group_x16_* (_x16s_),
-     * grid (row blocks, groups, stacks).
+     * to 16 bits (or their copy reused), grid (row blocks, slots, stacks); for a grouped routing expert_group_x16_*, grid
+     * (row spans, groups, stacks), or the tensor-core groups (expertGroupMma).
      */
     void expertGemvX16(CudaBuffer x, List<CudaWeight> ws, CudaRouting r, boolean perSlot, List<CudaBuffer> outs) {
         List<Long> key = new ArrayList<>();
@@ -1646,12 +1654,16 @@ public final class CudaBackend implements Backend {
         }
         long table = expertTables.get(key, () -> partWords(ws, outs, 0));   // (may upload: before the x16 copy's check)
         CudaWeight w0 = ws.get(0);
+        if (r.grouped && groupMmaTakes(ws)) {
+            expertGroupMma(x, w0, r, perSlot, table, maxRows, ws.size(), outs);
+            return;
+        }
         long q = x16Of(x, w0.cols);
-        boolean shortRows = KernelCatalog.expertShortRows(w0.kernelSuffix, w0.cols);
+        boolean shortRows = r.grouped || KernelCatalog.expertShortRows(w0.kernelSuffix, w0.cols);   // (grouped: row groups of 16 threads always)
         int per = KernelCatalog.expertX16RowsPerBlock(shortRows);
         long rowBlocks = (maxRows + per - 1) / per;
         if (r.grouped) {   // grid (row spans, groups): each block one group's slots times a span of row blocks
-            device.launch(shortRows ? w0.kernels.expertGroupShort() : w0.kernels.expertGroup()).ptr(table).i32((int) w0.cols).ptr(q)
+            device.launch(w0.kernels.expertGroup()).ptr(table).i32((int) w0.cols).ptr(q)
                     .i32(perSlot ? 1 : 0).i32(r.topK).ptr(r.order).ptr(r.groups).i32(moeGroupSpan)
                     .go((rowBlocks + moeGroupSpan - 1) / moeGroupSpan, (int) KernelCatalog.moeMaxGroups((long) r.tokens * r.topK, r.numExperts),
                             ws.size(), KernelCatalog.GEMV_X16_THREADS, 0);
@@ -1662,6 +1674,25 @@ public final class CudaBackend implements Backend {
         x16Read(x, q, outs);
     }
 
+
+    /** Whether grouped stacks run expert_group_mma_* (one type and width: expertGemvX16's stacks). */
+    boolean groupMmaTakes(List<CudaWeight> ws) {
+        CudaWeight w0 = ws.get(0);
+        return moeGroupMma && w0.kernels.expertGroupMma() != null && KernelCatalog.expertGroupMmaTakes(w0.kernelSuffix, w0.cols);
+    }
+
+    /** expert_group_prep (each group's x rows in fp16) then expert_group_mma_*, grid (row blocks, groups, stacks). */
+    private void expertGroupMma(CudaBuffer x, CudaWeight w0, CudaRouting r, boolean perSlot, long table, long maxRows, int stacks,
+                                List<CudaBuffer> outs) {
+        long groups = KernelCatalog.moeMaxGroups((long) r.tokens * r.topK, r.numExperts);
+        long xg = device.scratch("expert-groups", KernelCatalog.expertGroupMmaBytes(groups, w0.cols));
+        long before = device.issued();
+        device.launch(kGroupPrep).ptr(x.address).i32((int) w0.cols).i32(perSlot ? 1 : 0).i32(r.topK).ptr(r.order).ptr(r.groups).ptr(xg)
+                .i32(KernelCatalog.gemvMmaPermutes(w0.kernelSuffix) ? 1 : 0).go(groups, 1, 1, KernelCatalog.EXPERT_GROUP_PREP_THREADS, 0);
+        device.launch(w0.kernels.expertGroupMma()).ptr(table).i32((int) w0.cols).ptr(xg).ptr(r.order).ptr(r.groups)
+                .go((maxRows + KernelCatalog.GEMV_MMA_ROWS - 1) / KernelCatalog.GEMV_MMA_ROWS, (int) groups, stacks, 32 * KernelCatalog.GEMV_MMA_WARPS, 0);
+        x16Kept(before, outs.toArray(new CudaBuffer[0]));
+    }
 
     /** expert_gemv_*, the reference twin on fp32 x (and the path of the other types): a warp per row of a slot's expert. */
     void expertGemvRef(CudaBuffer x, CudaWeight w, CudaRouting r, boolean perSlot, CudaBuffer out) {

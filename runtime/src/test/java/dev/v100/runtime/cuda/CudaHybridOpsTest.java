@@ -165,6 +165,7 @@ class CudaHybridOpsTest {
     void moeRoutesMultipliesAndCombines() {
         CpuBackend cpu = new CpuBackend(CpuBackend.Kernels.REFERENCE);
         try (CudaBackend gpu = backend("hybrid-moe")) {
+            gpu.moeGroupMma = false;   // 33 tokens group their slots: the x16 kernels here (the tensor-core ones: groupedExpertMmaIsTheRoundedProduct)
             SplittableRandom r = new SplittableRandom(33);
             int experts = 9, topK = 3, hidden = 64, inter = 96;
             for (GgmlType t : new GgmlType[] {GgmlType.F16, GgmlType.Q8_0, GgmlType.Q4_K}) {
@@ -272,8 +273,9 @@ class CudaHybridOpsTest {
 
     /**
      * A routing of many slots groups them by expert (moe_group) and the x16 expert GEMVs run by group
-     * (expert_group_x16_*): bit for bit the per-slot kernels (expert_gemv_x16_*) for every x16 type, long and short rows,
-     * spans of 1, 4 and 8 row blocks a block (18 rows: the last span partial),
+     * (expert_group_x16_*, the tensor-core groups turned off): bit for bit the per-slot kernels for short rows (both row groups
+     * of 16 threads), the same products summed in another order for long rows (per slot: row groups of 64), for every x16 type,
+     * spans of 1, 4 and 8 row blocks a block (42 rows: 6 row blocks of 8, the last one and the last span partial),
      * token and slot rows, a routing with hot experts (more than GEMV_MAX_TOKENS groups' worth), cold ones (no slot)
      * and the 35B-A3B's 256 experts top-8; order and groups as counted here, the groups past the last zeroed (a routing
      * of fewer groups after one of more).
@@ -281,6 +283,7 @@ class CudaHybridOpsTest {
     @Test
     void groupedExpertGemvIsThePerSlotPath() {
         try (CudaBackend gpu = backend("hybrid-moe-grouped")) {
+            gpu.moeGroupMma = false;   // (the tensor-core groups: groupedExpertMmaIsTheRoundedProduct)
             SplittableRandom r = new SplittableRandom(39);
             for (int[] c : new int[][] {{12, 4, 130, 1}, {12, 4, 37, 0}, {256, 8, 64, 1}}) {
                 int experts = c[0], topK = c[1], capacity = c[2];
@@ -288,7 +291,7 @@ class CudaHybridOpsTest {
                 for (String kind : new String[] {"q8_0", "q4_K", "q6_K", "w4a16"})
                 for (int cols : kind.equals("q6_K") ? new int[] {1024, 4096} : new int[] {512, 2048}) {
                     if (experts > 12 && cols > 1024) continue;   // the 256-expert routing: one stack of short rows a type
-                    int rows = 18;
+                    int rows = 42;
                     long[] shape = {experts, rows, cols};
                     Weight w;
                     if (kind.equals("w4a16")) {
@@ -312,23 +315,131 @@ class CudaHybridOpsTest {
                             int xr = perSlot ? (int) slots : n;
                             Buffer x = put(gpu, halves(r, xr * cols, 1), xr, cols);
                             Buffer logitsBuf = put(gpu, logits, n, experts);
-                            float[] perSlotOut = null;
+                            float[] perSlotOut = null, span1 = null;
+                            String rowsOf = what + (perSlot ? ", slot rows" : ", token rows");
                             for (int span : new int[] {0, 1, 4, 8}) {   // 0: per slot; then spans of row blocks a grouped block takes
                                 gpu.moeGrouping = span > 0;
                                 gpu.moeGroupSpan = Math.max(1, span);
                                 gpu.route(logitsBuf, true, routing);
-                                assertEquals(span > 0 && slots >= 2L * experts, routing.grouped, what + ": grouped");
+                                boolean grouped = span > 0 && slots >= 2L * experts;
+                                assertEquals(grouped, routing.grouped, what + ": grouped");
                                 Buffer o = gpu.allocate("o", (int) slots, rows);
                                 gpu.expertMatmul(x, w, routing, o);
-                                if (span == 0) perSlotOut = gpu.read(o);
-                                else assertArrayEquals(perSlotOut, gpu.read(o), what + (perSlot ? ", slot rows" : ", token rows") + ", span " + span
-                                        + ": grouped vs per slot");
+                                float[] got = gpu.read(o);
+                                if (span == 0) {
+                                    perSlotOut = got;
+                                } else if (span1 != null) {
+                                    assertArrayEquals(span1, got, rowsOf + ", span " + span + " vs span 1");
+                                } else {
+                                    span1 = got;
+                                    if (!grouped || dev.v100.kernels.cuda.KernelCatalog.expertShortRows(kind, cols)) {
+                                        assertArrayEquals(perSlotOut, got, rowsOf + ": grouped vs per slot (the same row groups: bit for bit)");
+                                    } else {   // per slot, long rows are summed by row groups of 64 threads: the same products in another order
+                                        near(got, perSlotOut, 1e-12, rowsOf + ": grouped vs per slot (long rows)");
+                                    }
+                                }
                             }
                             gpu.moeGrouping = true;
                             gpu.moeGroupSpan = dev.v100.kernels.cuda.KernelCatalog.MOE_GROUP_SPAN;
                         }
                         if (slots >= 2L * experts) checkGroups(gpu, routing, what);
                     }
+                }
+            }
+        }
+    }
+
+    /**
+     * Grouped Q4_K and W4A16 stacks on the tensor cores (expert_group_prep + expert_group_mma_*) compute the double
+     * product of their fp16 operands (RefMma: each x row scaled by a power of two and rounded, the weights as the GEMM
+     * dequantizes them) up to fp32 sums, within the GEMM's limit of the exact product; token and slot rows, hot and cold
+     * experts, short and long rows; a slot's outputs do not depend on its group's other slots (the first third of the
+     * tokens routed alone: their slots bit for bit); a row of x past fp16's range (1e6) keeps its accuracy.
+     */
+    @Test
+    void groupedExpertMmaIsTheRoundedProduct() {
+        try (CudaBackend gpu = backend("hybrid-moe-grouped-mma")) {
+            SplittableRandom r = new SplittableRandom(40);
+            int experts = 12, topK = 4, rows = 40, n = 90;
+            for (String kind : new String[] {"q4_K", "w4a16"})
+            for (int cols : kind.equals("q4_K") ? new int[] {512, 1536} : new int[] {512, 2112}) {
+                long[] shape = {experts, rows, cols};
+                Weight w;
+                float[] wh, dense;
+                if (kind.equals("w4a16")) {
+                    var g = new dev.v100.formats.w4a16.W4A16Layout.Geometry((long) experts * rows, cols, 64);
+                    MemorySegment blob = CudaMatmulTest.randomW4A16(g, r);
+                    w = gpu.weightW4A16("blk.0.ffn_up_exps.weight", shape, 64, blob);
+                    wh = dev.v100.kernels.ref.RefMma.w4a16Weights(blob, g);
+                    dense = dev.v100.formats.w4a16.W4A16Layout.dequantize(blob, g);
+                } else {
+                    StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up_exps.weight", GgmlType.Q4_K, (long) experts * rows, cols, 0.05, r);
+                    w = gpu.weight(m.name(), GgmlType.Q4_K, shape, m.data());
+                    byte[] bytes = m.data().toArray(ValueLayout.JAVA_BYTE);
+                    wh = dev.v100.kernels.ref.RefMma.q4kWeights(bytes, experts * rows, cols);
+                    dense = CudaMatmulTest.denseOf(m, experts * rows, cols);
+                }
+                CudaWeight cw = (CudaWeight) w;
+                assertTrue(gpu.groupMmaTakes(java.util.List.of(cw)), kind + " x " + cols + ": expert_group_mma must take it");
+                float[] logits = halves(r, n * experts, 2);
+                for (int t = 0; t < n; t++) {   // experts 0 and 1 in every token's top-k, the last two in none
+                    logits[t * experts] += 60f;
+                    logits[t * experts + 1] += 60f;
+                    logits[t * experts + experts - 1] -= 60f;
+                    logits[t * experts + experts - 2] -= 60f;
+                }
+                CudaRouting routing = (CudaRouting) gpu.allocateRouting(n, experts, topK);
+                for (boolean perSlot : new boolean[] {false, true}) {
+                    String what = kind + " x " + cols + (perSlot ? ", slot rows" : ", token rows");
+                    int xr = perSlot ? n * topK : n;
+                    float[] x = halves(r, xr * cols, 1);
+                    for (int i = 0; i < cols; i++) x[cols + i] *= 1e6f;   // row 1 far past fp16's range
+                    Buffer xb = put(gpu, x, xr, cols);
+                    gpu.route(put(gpu, logits, n, experts), true, routing);
+                    assertTrue(routing.grouped, what + ": grouped");
+                    Buffer o = gpu.allocate("o", n * topK, rows);
+                    gpu.expertMatmul(xb, w, routing, o);
+                    float[] got = gpu.read(o);
+                    int[] ids = new int[n * topK];
+                    gpu.device.download(routing.ids, MemorySegment.ofArray(ids), 4L * ids.length);
+                    float[] rx = dev.v100.kernels.ref.RefMma.roundedX(x, cols);
+                    float[] want = new float[got.length], exact = new float[got.length];
+                    for (int s = 0; s < n * topK; s++) {
+                        int row = perSlot ? s : s / topK;
+                        for (int j = 0; j < rows; j++) {
+                            double a = 0, b = 0;
+                            int wr = (ids[s] * rows + j) * cols;
+                            for (int k = 0; k < cols; k++) {
+                                a += (double) wh[wr + k] * rx[row * cols + k];
+                                b += (double) dense[wr + k] * x[row * cols + k];
+                            }
+                            want[s * rows + j] = (float) a;
+                            exact[s * rows + j] = (float) b;
+                        }
+                    }
+                    for (boolean big : new boolean[] {false, true}) {   // the slots of x row 1 (1e6) apart: its error would hide the others'
+                        int count = 0;
+                        float[] g = new float[got.length], wv = new float[got.length], ev = new float[got.length];
+                        for (int s = 0; s < n * topK; s++) {
+                            if (((perSlot ? s : s / topK) == 1) != big) continue;
+                            System.arraycopy(got, s * rows, g, count, rows);
+                            System.arraycopy(want, s * rows, wv, count, rows);
+                            System.arraycopy(exact, s * rows, ev, count, rows);
+                            count += rows;
+                        }
+                        String which = what + (big ? ", the 1e6 row" : "");
+                        near(java.util.Arrays.copyOf(g, count), java.util.Arrays.copyOf(wv, count), 1e-10, which + ": against the product of the fp16 operands");
+                        near(java.util.Arrays.copyOf(g, count), java.util.Arrays.copyOf(ev, count), CudaMatmulTest.MATMUL_NMSE, which + ": against the fp32 weights and x");
+                    }
+                    // the first third of the tokens alone: other groups, the same slots' outputs
+                    int m3 = n / 3;
+                    CudaRouting part = (CudaRouting) gpu.allocateRouting(m3, experts, topK);
+                    gpu.route(put(gpu, java.util.Arrays.copyOf(logits, m3 * experts), m3, experts), true, part);
+                    assertTrue(part.grouped, what + ": the third grouped too");
+                    Buffer xp = put(gpu, java.util.Arrays.copyOf(x, (perSlot ? m3 * topK : m3) * cols), perSlot ? m3 * topK : m3, cols);
+                    Buffer op = gpu.allocate("o3", m3 * topK, rows);
+                    gpu.expertMatmul(xp, w, part, op);
+                    assertArrayEquals(java.util.Arrays.copyOf(got, m3 * topK * rows), gpu.read(op), what + ": the first third's slots in other groups");
                 }
             }
         }
