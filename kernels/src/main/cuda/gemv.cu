@@ -919,7 +919,9 @@ __device__ __forceinline__ unsigned h2_splat(float f) {   // f in both halves, f
 #define H2_1024 0x64006400u
 #define H2_ONE 0x3C003C00u
 #define H2_SIXTEENTH 0x2C002C00u
-// A type's chunk for the tensor-core GEMV: Raw, what a lane loads of its row's chunk c; consts(raw, c, half, k) the
+// A type's chunk for the tensor-core GEMV: Raw, what a lane loads of the chunk c of the block's rows r0.. (load: its own
+// row r's, at row; or a share of all 32 rows' bytes that arrange(raw, the warp's tile) then turns into its own row's,
+// through the tile before the tile is written); consts(raw, c, half, k) the
 // half2 constants of the half's 32 columns; tile8(raw, half, i, k, o) the half's columns 4i..4i+7 (i = 0, 2, 4, 6) as
 // 8 halves (o[0..4), each the elements at bits 0-3 and 16-19 of a word, or 4-7 and 20-23, after the word's shift).
 // Q4_K: w = fp16(d (sc q) + fp16(-dmin m)): sc q formed exactly ((1024 + q) sc - 1024 sc, or (1024 + 16 q) sc / 16 -
@@ -927,7 +929,8 @@ __device__ __forceinline__ unsigned h2_splat(float f) {   // f in both halves, f
 struct MmaQ4k {
     struct Raw { uint4 h, a0, a1; };
     static const int PERMUTE = 1;
-    static __device__ __forceinline__ Raw load(const WView& w, const unsigned char* row, i64 r, int c) {
+    static __device__ __forceinline__ void arrange(Raw&, h16*) {}
+    static __device__ __forceinline__ Raw load(const WView& w, const unsigned char* row, i64 r, int c, i64 r0, int rows) {
         const unsigned char* b = row + 144 * (c >> 2);
         return Raw{ldg16(b), ldg16(b + 16 + 32 * (c & 3)), ldg16(b + 32 + 32 * (c & 3))};
     }
@@ -973,7 +976,8 @@ __device__ __forceinline__ unsigned hmul2(unsigned a, unsigned b) {
 struct MmaW4a16 {
     struct Raw { uint4 a0, a1; h16 s0, s1; unsigned char z0, z1; };
     static const int PERMUTE = 0;
-    static __device__ __forceinline__ Raw load(const WView& w, const unsigned char* row, i64 r, int c) {
+    static __device__ __forceinline__ void arrange(Raw&, h16*) {}
+    static __device__ __forceinline__ Raw load(const WView& w, const unsigned char* row, i64 r, int c, i64 r0, int rows) {
         i64 g0 = r * w.groups + ((64 * c) >> w.groupShift), g1 = r * w.groups + ((64 * c + 32) >> w.groupShift);
         return Raw{ldg16(row + 32 * c), ldg16(row + 32 * c + 16), w.scales[g0], w.scales[g1], w.zeros[g0], w.zeros[g1]};
     }
@@ -995,6 +999,52 @@ struct MmaW4a16 {
     }
 };
 
+// Q8_0: a chunk is blocks 2c and 2c + 1 (34 bytes each: fp16 d, 32 int8 codes), 68 bytes from a 4-byte boundary (rows
+// of whole chunks: a multiple of 68 bytes). The warp loads its 32 rows' 17 words of the chunk coalesced (word 32 m + lane
+// of the 32 x 17, consecutive words of two or three rows an instruction: a lane's own row 4 bytes at a time was L1-bound,
+// 32 rows an instruction) and turns them around through the tile (17 words a row: conflict-free either way). A code b
+// becomes fp16 exactly as (1024 + (b + 128)) - 1152 (a prmt of b ^ 0x80 under 0x64, one exact fma), then
+// w = fp16(b d) (one rounding), the weights dequant_q8_0 gives the GEMM.
+#define H2_MINUS_1152 0xE480E480u
+struct MmaQ8 {
+    struct Raw { unsigned v[17]; };
+    static const int PERMUTE = 0;
+    static __device__ __forceinline__ Raw load(const WView& w, const unsigned char*, i64, int c, i64 r0, int rows) {
+        int lane = threadIdx.x & 31;
+        Raw q;
+#pragma unroll
+        for (int m = 0; m < 17; m++) {
+            int i = 32 * m + lane, j = i / 17;
+            unsigned off = (unsigned) min((i64) j, (i64) rows - 1 - r0) * (unsigned) w.rowBytes + 4u * (i - 17 * j);   // (32 rows: < 4 GB)
+            q.v[m] = __ldg(reinterpret_cast<const unsigned*>(w.data + r0 * w.rowBytes + 68 * c + off));
+        }
+        return q;
+    }
+    static __device__ __forceinline__ void arrange(Raw& q, h16* tile) {
+        unsigned* s = reinterpret_cast<unsigned*>(tile);   // 32 x 17 words of the warp's 32 x GEMV_MMA_LD halves
+        int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int m = 0; m < 17; m++) s[32 * m + lane] = q.v[m];
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < 17; k++) q.v[k] = s[17 * lane + k];
+        __syncwarp();
+    }
+    static __device__ __forceinline__ void consts(const Raw& q, int c, int half, unsigned* k) {   // k: d in both halves
+        unsigned d = half ? q.v[8] >> 16 : q.v[0] & 0xffffu;
+        k[0] = d | (d << 16);
+    }
+    static __device__ __forceinline__ void tile8(const Raw& q, int half, int i, const unsigned* k, unsigned* o) {
+#pragma unroll
+        for (int u = 0; u < 2; u++) {   // code words i, i + 1 of the half's block (block 2c's codes start 2 bytes into word 0)
+            unsigned v = (half ? q.v[9 + i + u] : __funnelshift_r(q.v[i + u], q.v[i + u + 1], 16)) ^ 0x80808080u;
+            o[2 * u] = hmul2(hfma2(__byte_perm(v, 0x64646464u, 0x4140), H2_ONE, H2_MINUS_1152), k[0]);
+            o[2 * u + 1] = hmul2(hfma2(__byte_perm(v, 0x64646464u, 0x4342), H2_ONE, H2_MINUS_1152), k[0]);
+        }
+    }
+};
+static_assert(32 * 17 * 4 <= GEMV_MMA_ROWS * GEMV_MMA_LD * 2, "MmaQ8::arrange's words fit a warp's tile");
+
 // WARPS: the block's warps (GEMV_MMA_WARPS where the runtime launches it; the lab tries others). TR: where token row t's
 // sums go (tr.out(t), tr.add(t): X16Rows, or a MoE group's ExpertGroupRows); xh: gemv_mma_prep's (or expert_group_prep's) x.
 template <class Q, int WARPS, class TR>
@@ -1009,13 +1059,14 @@ __device__ __forceinline__ void gemv_mma_rows_impl(const WView& w, const h16* xh
     h16* t = tile[warp] + lane * GEMV_MMA_LD;
     int c = warp;
     typename Q::Raw next = {};
-    if (c < chunks) next = Q::load(w, row, r, c);
+    if (c < chunks) next = Q::load(w, row, r, c, r0, rows);
     for (; c < chunks; c += WARPS) {
         FragAB fb[4];
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) wmma32_load_b_row(fb[kk], xh + (i64) (64 * c + 16 * kk) * 8, 8);
         typename Q::Raw q = next;
-        if (c + WARPS < chunks) next = Q::load(w, row, r, c + WARPS);
+        Q::arrange(q, tile[warp]);
+        if (c + WARPS < chunks) next = Q::load(w, row, r, c + WARPS, r0, rows);
 #pragma unroll
         for (int half = 0; half < 2; half++) {
             unsigned k[4];
@@ -1317,7 +1368,7 @@ EXPERT_GEMV_X16(q4_K, Q4kItem)
 EXPERT_GEMV_X16(q6_K, Q6kItem)
 EXPERT_GEMV_X16(w4a16, W4a16Item)
 
-// MoE groups on the tensor cores (prefill of Q4_K and W4A16 stacks: KernelCatalog.expertGroupMma): expert_group_prep
+// MoE groups on the tensor cores (prefill of Q4_K, W4A16 and Q8_0 stacks: KernelCatalog.expertGroupMma): expert_group_prep
 // writes each group's x rows (the slots', or their tokens') as gemv_mma_prep writes a decode batch's, group g at
 // xg + g * (8 K + 16) halves: [K][8] fp16, each row scaled by a power of two, then the 8 rows' scales (fp32); rows past the
 // group's count 0. Grid (maxGroups), EXPERT_GROUP_PREP_THREADS threads (warp t finds row t's largest |x|).
@@ -1388,6 +1439,7 @@ __device__ __forceinline__ void expert_group_mma_impl(const GemvPart* parts, int
     }
 EXPERT_GROUP_MMA(q4_K, MmaQ4k)
 EXPERT_GROUP_MMA(w4a16, MmaW4a16)
+EXPERT_GROUP_MMA(q8_0, MmaQ8)
 
 EXPERT_GEMV(f32, WT_F32)
 EXPERT_GEMV(f16, WT_F16)

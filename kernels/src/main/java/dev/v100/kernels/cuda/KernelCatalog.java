@@ -324,8 +324,8 @@ public final class KernelCatalog {
 
     /**
      * Whether grouped expert stacks of that type run on the tensor cores (expert_group_prep + expert_group_mma_*: fp16 x and
-     * weights, as the GEMM of a prefill chunk) rather than expert_group_x16_*: Q4_K and W4A16 with whole
-     * GEMV_MMA_CHUNK_COLS-column chunks (Q8_0 measured slower on them than on expert_group_x16_q8_0, BENCHMARKS).
+     * weights, as the GEMM of a prefill chunk) rather than expert_group_x16_*: Q4_K, W4A16 and Q8_0 with whole
+     * GEMV_MMA_CHUNK_COLS-column chunks (each measured faster so on the H200, BENCHMARKS).
      */
     public static boolean expertGroupMmaTakes(String suffix, long cols) {
         return expertGroupMma(suffix) && cols % GEMV_MMA_CHUNK_COLS == 0;
@@ -333,7 +333,7 @@ public final class KernelCatalog {
 
     /** The types expert_group_mma_* is built for. */
     public static boolean expertGroupMma(String suffix) {
-        return suffix.equals("q4_K") || suffix.equals(W4A16_SUFFIX);
+        return suffix.equals("q4_K") || suffix.equals(W4A16_SUFFIX) || suffix.equals("q8_0");
     }
 
     /** Bytes of expert_group_prep's output for that many groups of x rows of cols columns (gemvMmaBytes a group). */

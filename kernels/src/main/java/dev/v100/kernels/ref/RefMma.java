@@ -14,6 +14,7 @@ import java.lang.foreign.MemorySegment;
  *       +-65504), then w = fp16(d (sc q) + M) (one rounding: sc q is an exact integer, d fp16, the kernel's half2 fused
  *       multiply-add).</li>
  *   <li>W4A16 weights: w = fp16((q - z) s), one rounding of the exact product (s is fp16 already).</li>
+ *   <li>Q8_0 weights (grouped MoE experts, expert_group_mma_q8_0): w = fp16(q d), one rounding of the exact product.</li>
  * </ul>
  */
 public final class RefMma {
@@ -86,6 +87,19 @@ public final class RefMma {
                 int z = W4A16Layout.zero(blob, g, r, grp);
                 for (int c = grp * g.groupSize(); c < (grp + 1) * g.groupSize(); c++) out[r * cols + c] = (float) half((W4A16Layout.code(blob, g, r, c) - z) * s);
             }
+        }
+        return out;
+    }
+
+    /** Q8_0 rows (cols / 32 blocks of 34 bytes each, from offset 0 of data) as the kernel's fp16 weights [rows * cols]. */
+    public static float[] q8_0Weights(byte[] data, int rows, int cols) {
+        if (cols % 32 != 0) throw new IllegalArgumentException("Q8_0 rows of " + cols + " columns");
+        int blocks = cols / 32;
+        if (data.length < (long) rows * blocks * 34) throw new IllegalArgumentException(data.length + " bytes for " + rows + " Q8_0 rows of " + cols);
+        float[] out = new float[rows * cols];
+        for (int b = 0; b < rows * blocks; b++) {
+            double d = Float.float16ToFloat(le16(data, 34 * b));
+            for (int l = 0; l < 32; l++) out[32 * b + l] = (float) half(data[34 * b + 2 + l] * d);
         }
         return out;
     }

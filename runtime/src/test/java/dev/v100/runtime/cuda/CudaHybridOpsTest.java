@@ -350,7 +350,7 @@ class CudaHybridOpsTest {
     }
 
     /**
-     * Grouped Q4_K and W4A16 stacks on the tensor cores (expert_group_prep + expert_group_mma_*) compute the double
+     * Grouped Q4_K, W4A16 and Q8_0 stacks on the tensor cores (expert_group_prep + expert_group_mma_*) compute the double
      * product of their fp16 operands (RefMma: each x row scaled by a power of two and rounded, the weights as the GEMM
      * dequantizes them) up to fp32 sums, within the GEMM's limit of the exact product; token and slot rows, hot and cold
      * experts, short and long rows; a slot's outputs do not depend on its group's other slots (the first third of the
@@ -361,7 +361,7 @@ class CudaHybridOpsTest {
         try (CudaBackend gpu = backend("hybrid-moe-grouped-mma")) {
             SplittableRandom r = new SplittableRandom(40);
             int experts = 12, topK = 4, rows = 40, n = 90;
-            for (String kind : new String[] {"q4_K", "w4a16"})
+            for (String kind : new String[] {"q4_K", "w4a16", "q8_0"})
             for (int cols : kind.equals("q4_K") ? new int[] {512, 1536} : new int[] {512, 2112}) {
                 long[] shape = {experts, rows, cols};
                 Weight w;
@@ -373,10 +373,12 @@ class CudaHybridOpsTest {
                     wh = dev.v100.kernels.ref.RefMma.w4a16Weights(blob, g);
                     dense = dev.v100.formats.w4a16.W4A16Layout.dequantize(blob, g);
                 } else {
-                    StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up_exps.weight", GgmlType.Q4_K, (long) experts * rows, cols, 0.05, r);
-                    w = gpu.weight(m.name(), GgmlType.Q4_K, shape, m.data());
+                    GgmlType t = GgmlType.byName(kind);
+                    StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up_exps.weight", t, (long) experts * rows, cols, 0.05, r);
+                    w = gpu.weight(m.name(), t, shape, m.data());
                     byte[] bytes = m.data().toArray(ValueLayout.JAVA_BYTE);
-                    wh = dev.v100.kernels.ref.RefMma.q4kWeights(bytes, experts * rows, cols);
+                    wh = kind.equals("q4_K") ? dev.v100.kernels.ref.RefMma.q4kWeights(bytes, experts * rows, cols)
+                            : dev.v100.kernels.ref.RefMma.q8_0Weights(bytes, experts * rows, cols);
                     dense = CudaMatmulTest.denseOf(m, experts * rows, cols);
                 }
                 CudaWeight cw = (CudaWeight) w;
