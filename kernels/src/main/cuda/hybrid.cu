@@ -152,17 +152,28 @@ extern "C" __global__ void delta_gates(const float* alpha, const float* beta, co
 // [n, heads] in place. grid: 2 qk / dk + ceil(vCols / blockDim) + 1.
 // rowStates: null, or a decode batch (gridDim.y = n): row t = blockIdx.y is one token of its own sequence, whose conv
 // state is rowStates[t] (the rows' arithmetic is each row's launch alone).
+// seg > 0 (one sequence, a prefill chunk): rows in segments of seg (gridDim.y of them), each block running its segment's
+// rows from the window gdn_halo left in halo (segment 0's the state): the same inputs, so the same bits as one walk over
+// every row; the last segment's blocks store the state.
 extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, const float* wF32, const h16* wF16, int kernel, float* state, int dk,
                                       float eps, float* q, float* k, float* v, float* alpha, float* beta, const float* aLog, const float* dtBias,
-                                      int heads, const i64* rowStates) {
+                                      int heads, const i64* rowStates, int seg, const float* halo) {
     __shared__ float red[32];
     int channels = 2 * qk + vCols, qkBlocks = 2 * qk / dk, vBlocks = (vCols + blockDim.x - 1) / blockDim.x;
     int b = blockIdx.x, tid = threadIdx.x;
     int t0 = 0, t1 = n;   // the rows this block runs
+    const float* window = state;   // where its conv window starts
+    bool store = true;
     if (rowStates) {
         t0 = blockIdx.y;
         t1 = t0 + 1;
         state = reinterpret_cast<float*>(rowStates[t0]);
+        window = state;
+    } else if (seg > 0) {
+        t0 = blockIdx.y * seg;
+        t1 = min(n, t0 + seg);
+        window = halo + (i64) blockIdx.y * channels * (kernel - 1);
+        store = blockIdx.y == gridDim.y - 1;
     }
     if (b == qkBlocks + vBlocks) {   // delta_gates
         for (i64 i = (i64) t0 * heads + tid; i < (i64) t1 * heads; i += blockDim.x) delta_gate(i, heads, alpha, beta, aLog, dtBias, alpha, beta);
@@ -172,7 +183,7 @@ extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, cons
     int c = norm ? b * dk + tid : 2 * qk + (b - qkBlocks) * blockDim.x + tid;   // this thread's channel
     bool on = norm ? tid < dk : c < channels;
     ConvChannel ch;
-    if (on) ch = conv_load(c, wF32, wF16, kernel, state);
+    if (on) ch = conv_load(c, wF32, wF16, kernel, window);
     for (int t = t0; t < t1; t++) {
         float y = 0.f;
         if (on) {
@@ -192,7 +203,18 @@ extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, cons
             v[(i64) t * vCols + (c - 2 * qk)] = y;
         }
     }
-    if (on) conv_store(ch, c, state);
+    if (on && store) conv_store(ch, c, state);
+}
+
+// gdn_inputs' windows for seg-row segments of qkv [n, channels] (before it runs): segment s's the raw inputs of rows
+// s seg - hist .. s seg - 1 (hist = kernel - 1 <= seg), segment 0's the conv state, each in the state's layout
+// [channels][hist] at halo + s channels hist.
+extern "C" __global__ void gdn_halo(const float* qkv, int channels, int hist, int seg, int segments, const float* state, float* halo) {
+    FOR_EACH(e, (i64) segments * channels * hist) {
+        int j = (int) (e % hist);
+        i64 c = (e / hist) % channels, sgm = e / ((i64) hist * channels);
+        halo[e] = sgm == 0 ? state[c * hist + j] : qkv[(sgm * seg - hist + j) * channels + c];
+    }
 }
 
 // The gated delta rule, rows in order; grid (value head h, group of 32 state columns), GDN_RULE_WARPS warps a

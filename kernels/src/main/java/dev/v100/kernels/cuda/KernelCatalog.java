@@ -106,6 +106,11 @@ public final class KernelCatalog {
     /** MoE routing (moe_route): threads per block (a warp per token), and experts at most (32 per lane). */
     public static final int ROUTE_THREADS = 128;
     public static final int ROUTE_MAX_EXPERTS = 1024;
+    /**
+     * gdn_inputs of one sequence's chunk of more rows than this runs them in segments of this many rows (a block per
+     * channel group and segment, their conv windows from gdn_halo) rather than one walk over every row a block.
+     */
+    public static final int GDN_SEGMENT_ROWS = 16;
     /** Gated-DeltaNet: the longest conv kernel and the largest key head dim the hybrid kernels take. */
     public static final int CONV_MAX_KERNEL = 8;
     public static final int GDN_MAX_KEY_DIM = 256;
@@ -208,7 +213,7 @@ public final class KernelCatalog {
         add("gemv", "expert_group_prep", EXPERT_GROUP_PREP_THREADS, 0);
         for (String t : allWeightSuffixes()) if (expertGroupMma(t)) add("gemv", "expert_group_mma_" + t, 32 * GEMV_MMA_WARPS, 0);
         for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates",
-                "moe_route", "moe_combine", "moe_output", "sigmoid_gate_rows", "gather_columns", "gdn_inputs")) {
+                "moe_route", "moe_combine", "moe_output", "sigmoid_gate_rows", "gather_columns", "gdn_inputs", "gdn_halo")) {
             add("hybrid", k, ew, 0);
         }
         add("hybrid", "moe_output_norm", NORM_MAX_THREADS, 0);

@@ -81,7 +81,7 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnDecodeRows, kQkPrep, kMoeOutputNorm,
-            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnInputs, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
+            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnInputs, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -162,6 +162,7 @@ public final class CudaBackend implements Backend {
         kCombine = device.kernel("moe_combine");
         kMoeOutput = device.kernel("moe_output");
         kGdnInputs = device.kernel("gdn_inputs");
+        kGdnHalo = device.kernel("gdn_halo");
         kGatherColumns = device.kernel("gather_columns");
         kGateRows = device.kernel("sigmoid_gate_rows");
     }
@@ -1420,10 +1421,21 @@ public final class CudaBackend implements Backend {
     private void launchGdnInputs(GdnInputs g, int keyHeadDim, float l2Eps, long state, long rowStates, int gridY) {
         int qk = g.qb.cols, threads = Math.min(EW, (keyHeadDim + 31) / 32 * 32);   // as l2Norm launches a group
         long blocks = 2L * qk / keyHeadDim + (g.vb.cols + threads - 1) / threads + 1;
-        device.launch(kGdnInputs).ptr(g.xb.address).i32(g.xb.rows).i32(qk).i32(g.vb.cols).ptr(g.w.type == GgmlType.F32 ? g.w.address : 0)
+        int n = g.xb.rows, seg = 0, hist = (int) g.w.cols - 1;
+        long halo = 0;
+        if (rowStates == 0 && n > KernelCatalog.GDN_SEGMENT_ROWS) {   // one sequence's chunk: segments of rows, their windows first
+            seg = KernelCatalog.GDN_SEGMENT_ROWS;
+            gridY = (n + seg - 1) / seg;
+            long elems = (long) gridY * g.xb.cols * hist;
+            if (elems > 0) {
+                halo = device.scratch("gdn-halo", 4 * elems);
+                device.launch(kGdnHalo).ptr(g.xb.address).i32(g.xb.cols).i32(hist).i32(seg).i32(gridY).ptr(state).ptr(halo).go(blocks(elems), 1, 1, EW, 0);
+            }
+        }
+        device.launch(kGdnInputs).ptr(g.xb.address).i32(n).i32(qk).i32(g.vb.cols).ptr(g.w.type == GgmlType.F32 ? g.w.address : 0)
                 .ptr(g.w.type == GgmlType.F16 ? g.w.address : 0).i32((int) g.w.cols).ptr(state).i32(keyHeadDim).f32(l2Eps).ptr(g.qb.address)
                 .ptr(g.kb.address).ptr(g.vb.address).ptr(g.ab.address).ptr(g.bb.address).ptr(g.al.vector).ptr(g.dt.vector).i32(g.ab.cols)
-                .ptr(rowStates).go(blocks, gridY, 1, threads, 0);
+                .ptr(rowStates).i32(seg).ptr(halo).go(blocks, gridY, 1, threads, 0);
     }
 
     /** Whether a batch-rows GDN op runs row by row: one row, more rows than a step holds, or a row at position 0 (its state is reset). */

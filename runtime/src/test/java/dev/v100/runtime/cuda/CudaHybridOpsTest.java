@@ -473,8 +473,9 @@ class CudaHybridOpsTest {
 
     /**
      * gdnInputs (one launch) bit for bit as the ops one by one (conv, three column copies, two l2 norms, the gates): key
-     * head dims 128 and 48 (a block not a multiple of 32 wide), fp32 and fp16 conv kernels, 5 rows then 1 row (the conv
-     * state carried), and the states they leave.
+     * head dims 128 and 48 (a block not a multiple of 32 wide), fp32 and fp16 conv kernels, chunks of 5, 1, 70, 16, 17 and
+     * 1 rows (the conv state carried; 70 and 17 rows in segments, their windows from gdn_halo), and the states they leave
+     * (each chunk's outputs start from the last one's).
      */
     @Test
     void gdnInputsAreTheOpsOneByOne() {
@@ -491,7 +492,7 @@ class CudaHybridOpsTest {
                 LinearAttentionState fusedState = gpu.allocateLinearState(channels, kernel, hv, dk, dv);
                 LinearAttentionState plainState = gpu.allocateLinearState(channels, kernel, hv, dk, dv);
                 int pos = 0;
-                for (int n : new int[] {5, 1}) {
+                for (int n : new int[] {5, 1, 70, 16, 17, 1}) {   // 70, 17: rows in segments of GDN_SEGMENT_ROWS (16), the last short
                     float[] x = halves(r, n * channels, 1), a = halves(r, n * hv, 2), bt = halves(r, n * hv, 2);
                     Buffer[] f = {put(gpu, x, n, channels), gpu.allocate("q", n, qk), gpu.allocate("k", n, qk), gpu.allocate("v", n, vCols),
                             put(gpu, a, n, hv), put(gpu, bt, n, hv)};
@@ -499,7 +500,9 @@ class CudaHybridOpsTest {
                             put(gpu, a, n, hv), put(gpu, bt, n, hv)};
                     long before = gpu.device.issued();
                     gpu.gdnInputs(f[0], conv, fusedState, pos, dk, 1e-6f, f[1], f[2], f[3], f[4], f[5], aLog, dt);
-                    assertEquals(pos == 0 ? 2 : 1, gpu.device.issued() - before, what + ": one launch (and the state's reset at position 0)");
+                    int segmented = n > dev.v100.kernels.cuda.KernelCatalog.GDN_SEGMENT_ROWS ? 1 : 0;
+                    assertEquals((pos == 0 ? 2 : 1) + segmented, gpu.device.issued() - before,
+                            what + ": one launch (and the state's reset at position 0, the segments' windows first)");
                     gpu.causalConv1d(p[0], conv, plainState, pos, p[0]);
                     gpu.copyColumns(p[0], 0, qk, qk, p[1]);
                     gpu.copyColumns(p[0], qk, qk, qk, p[2]);
