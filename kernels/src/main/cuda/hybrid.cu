@@ -226,6 +226,7 @@ extern "C" __global__ void gdn_halo(const float* qkv, int channels, int hist, in
 // flight at decode: 25 us a layer for 2 MB of state.)
 #define GDN_RULE_WARPS 16
 #define GDN_RULE_ROWS (GDN_MAX_KEY_DIM / GDN_RULE_WARPS)
+static_assert(GDN_MAX_KEY_DIM <= 32 * GDN_RULE_WARPS, "gated_delta_rule: a thread a key row's q and k");
 // rowStates: null, or a decode batch (gridDim.z = n): row t = blockIdx.z is one token of its own sequence, whose state
 // is rowStates[t] (each row's arithmetic is its launch alone).
 extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_rule(const float* q, const float* k, const float* v,
@@ -251,14 +252,27 @@ extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_ru
         int i = warp + GDN_RULE_WARPS * r;
         s[r] = col && i < dk ? S[(i64) i * dv + j] : 0.f;
     }
+    // row t's inputs are loaded while row t - 1 runs (thread i < dk its q and k element: dk <= GDN_MAX_KEY_DIM <= blockDim)
+    float nq = 0.f, nk = 0.f, nv = 0.f, nd = 0.f, nb = 0.f;
+    auto fetch = [&](int t) {
+        if ((int) threadIdx.x < dk) {
+            nq = q[t * qkCols + (i64) kh * dk + threadIdx.x];
+            nk = k[t * qkCols + (i64) kh * dk + threadIdx.x];
+        }
+        nv = col ? v[t * vCols + (i64) h * dv + j] : 0.f;
+        nd = decay[(i64) t * valueHeads + h];
+        nb = beta[(i64) t * valueHeads + h];
+    };
+    if (t0 < t1) fetch(t0);
     for (int t = t0; t < t1; t++) {
         __syncthreads();   // the previous row is done with qs, ks and part
-        for (int i = threadIdx.x; i < dk; i += blockDim.x) {
-            qs[i] = q[t * qkCols + (i64) kh * dk + i] * scale;
-            ks[i] = k[t * qkCols + (i64) kh * dk + i];
+        if ((int) threadIdx.x < dk) {
+            qs[threadIdx.x] = nq * scale;
+            ks[threadIdx.x] = nk;
         }
+        float e = expf(nd), b = nb, vt = nv;
+        if (t + 1 < t1) fetch(t + 1);
         __syncthreads();
-        float e = expf(decay[(i64) t * valueHeads + h]), b = beta[(i64) t * valueHeads + h];
         float kv = 0.f;
 #pragma unroll
         for (int r = 0; r < GDN_RULE_ROWS; r++) {
@@ -273,7 +287,7 @@ extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_ru
         kv = 0.f;
 #pragma unroll
         for (int w = 0; w < GDN_RULE_WARPS; w++) kv += part[0][w][lane];
-        float delta = col ? (v[t * vCols + (i64) h * dv + j] - kv) * b : 0.f;
+        float delta = col ? (vt - kv) * b : 0.f;
         float o = 0.f;
 #pragma unroll
         for (int r = 0; r < GDN_RULE_ROWS; r++) {
