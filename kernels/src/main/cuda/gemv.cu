@@ -858,7 +858,8 @@ GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 // gemv8_x16_q4_K costs ~7 thread instructions a weight at 8 token rows (two dp4a per 4 weights and token row, each
 // row's float epilogue an item): bound by instruction issue, 4.4x the time of one row (tools/device/gemv_lab.cu
 // `mma`, docs/BENCHMARKS.md). Here a warp dequantizes 32 weight rows x 64 columns (a chunk: 32 bytes of 4-bit codes a
-// row) to fp16 with the scales folded in, in half2 arithmetic (1024 + q from one lop3; MmaQ4k, MmaW4a16 below), one
+// row; 68 bytes of Q8_0 for the MoE groups' MmaQ8) to fp16 with the scales folded in, in half2 arithmetic (1024 + q from
+// one lop3; MmaQ4k, MmaW4a16 below; MmaQ8 from one prmt), one
 // half of 32 columns at a time through a 32 x 40 shared tile, and multiplies them with
 // every token row of x at once by WMMA m32n8k16 (fp32 accumulators). The block's warps take every WARPS-th chunk of
 // the rows (the next one's loads issued before this one's math); their sums meet in shared memory in warp order.
@@ -1004,7 +1005,8 @@ struct MmaW4a16 {
 // of the 32 x 17, consecutive words of two or three rows an instruction: a lane's own row 4 bytes at a time was L1-bound,
 // 32 rows an instruction) and turns them around through the tile (17 words a row: conflict-free either way). A code b
 // becomes fp16 exactly as (1024 + (b + 128)) - 1152 (a prmt of b ^ 0x80 under 0x64, one exact fma), then
-// w = fp16(b d) (one rounding), the weights dequant_q8_0 gives the GEMM.
+// w = fp16(b d) (one rounding), the weights dequant_q8_0 gives the GEMM (but past fp16's range: dequant saturates at
+// +-65504, hmul2 gives +-inf; a block's d would have to pass 511). Its tile8 words are in column order (PERMUTE 0).
 #define H2_MINUS_1152 0xE480E480u
 struct MmaQ8 {
     struct Raw { unsigned v[17]; };

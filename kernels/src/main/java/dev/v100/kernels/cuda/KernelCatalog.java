@@ -316,21 +316,24 @@ public final class KernelCatalog {
     }
 
     /**
-     * Whether the x16 expert GEMVs of a routing of that many slots over that many experts run grouped by expert
-     * (moe_group + expert_group_x16_*: an expert's rows read once per group of up to GEMV_MAX_TOKENS slots) rather than
-     * a block per slot (expert_gemv_x16_*): when the slots average two or more an expert (a prefill chunk; a decode
-     * batch of a model with many experts stays per slot), the experts fit moe_group's block, and the groups
-     * ({@link #moeMaxGroups}) a grid's y dimension. The x16 groups give the per-slot path's products (its bits for short
-     * rows); the tensor-core groups ({@link #expertGroupMmaTakes}) those of fp16 operands, as a prefill chunk's GEMM.
+     * Whether the expert GEMVs of a routing of that many tokens (top-k of that many experts) run grouped by expert
+     * (moe_group, then expert_group_x16_* or the tensor-core groups: an expert's rows read once per group of up to
+     * GEMV_MAX_TOKENS slots) rather than a block per slot (expert_gemv_x16_*): a prefill chunk (more tokens than a decode
+     * batch holds, STEP_MAX_BATCH: a decode batch keeps the per-slot kernels, so each of its rows is that row decoded
+     * alone) whose slots average two or more an expert, experts that fit moe_group's block, and groups
+     * ({@link #moeMaxGroups}) that fit a grid's y dimension. The x16 groups give the per-slot path's products (its bits
+     * for short rows); the tensor-core groups ({@link #expertGroupMmaTakes}) those of fp16 operands, as a prefill chunk's GEMM.
      */
-    public static boolean moeGrouped(long slots, int experts) {
-        return slots >= 2L * experts && experts <= MOE_GROUP_THREADS && moeMaxGroups(slots, experts) <= 65535;
+    public static boolean moeGrouped(long tokens, int topK, int experts) {
+        long slots = tokens * topK;
+        return tokens > STEP_MAX_BATCH && slots >= 2L * experts && experts <= MOE_GROUP_THREADS && moeMaxGroups(slots, experts) <= 65535;
     }
 
     /**
      * Whether grouped expert stacks of that type run on the tensor cores (expert_group_prep + expert_group_mma_*: fp16 x and
      * weights, as the GEMM of a prefill chunk) rather than expert_group_x16_*: Q4_K, W4A16 and Q8_0 with whole
-     * GEMV_MMA_CHUNK_COLS-column chunks (each measured faster so on the H200, BENCHMARKS).
+     * GEMV_MMA_CHUNK_COLS-column chunks (Q4_K and Q8_0 measured faster so on the H200, BENCHMARKS; W4A16 runs Q4_K's kernel
+     * with its own dequantization, not measured). The launcher also wants the stack's address 4-byte aligned (MmaQ8's loads).
      */
     public static boolean expertGroupMmaTakes(String suffix, long cols) {
         return expertGroupMma(suffix) && cols % GEMV_MMA_CHUNK_COLS == 0;

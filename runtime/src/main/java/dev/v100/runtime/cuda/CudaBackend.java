@@ -96,7 +96,7 @@ public final class CudaBackend implements Backend {
     static final String GEMV_MMA_PROPERTY = "v100.cuda.gemvMma";
     private final boolean mmaBatches = !"false".equals(System.getProperty(GEMV_MMA_PROPERTY));
     /**
-     * Routings of many slots (KernelCatalog.moeGrouped: a prefill chunk) group their slots by expert and the x16 expert
+     * Routings of a prefill chunk's many slots (KernelCatalog.moeGrouped) group their slots by expert and the expert
      * GEMVs run by group (each expert's rows read once per group of up to 8 slots); {@code -Dv100.cuda.moeGrouped=false}
      * keeps a block per slot (a measurement knob; tests set the field). Read by route.
      */
@@ -1586,7 +1586,7 @@ public final class CudaBackend implements Backend {
             device.launch(kRoute).ptr(lb.address).i32(lb.rows).i32(lb.cols).i32(r.topK).i32(normalizeTopK ? 1 : 0).ptr(r.ids).ptr(r.weights)
                     .go((lb.rows + warps - 1) / warps, 1, 1, KernelCatalog.ROUTE_THREADS, 0);
             long slots = (long) lb.rows * r.topK;
-            r.grouped = moeGrouping && r.order != 0 && KernelCatalog.moeGrouped(slots, r.numExperts);
+            r.grouped = moeGrouping && r.order != 0 && KernelCatalog.moeGrouped(lb.rows, r.topK, r.numExperts);
             if (r.grouped) {
                 device.launch(kMoeGroup).ptr(r.ids).i32((int) slots).i32(r.numExperts).i32((int) KernelCatalog.moeMaxGroups(slots, r.numExperts))
                         .ptr(r.order).ptr(r.groups).go(1, 1, 1, KernelCatalog.MOE_GROUP_THREADS, 0);
@@ -1690,7 +1690,8 @@ public final class CudaBackend implements Backend {
     /** Whether grouped stacks run expert_group_mma_* (one type and width: expertGemvX16's stacks). */
     boolean groupMmaTakes(List<CudaWeight> ws) {
         CudaWeight w0 = ws.get(0);
-        return moeGroupMma && w0.kernels.expertGroupMma() != null && KernelCatalog.expertGroupMmaTakes(w0.kernelSuffix, w0.cols);
+        return moeGroupMma && w0.kernels.expertGroupMma() != null && KernelCatalog.expertGroupMmaTakes(w0.kernelSuffix, w0.cols)
+                && w0.address % 4 == 0 && w0.rowBytes % 4 == 0;
     }
 
     /** expert_group_prep (each group's x rows in fp16) then expert_group_mma_*, grid (row blocks, groups, stacks). */
