@@ -1687,11 +1687,12 @@ public final class CudaBackend implements Backend {
     }
 
 
-    /** Whether grouped stacks run expert_group_mma_* (one type and width: expertGemvX16's stacks). */
+    /** Whether grouped stacks run expert_group_mma_* (one type and width: expertGemvX16's stacks; each 4-byte aligned). */
     boolean groupMmaTakes(List<CudaWeight> ws) {
         CudaWeight w0 = ws.get(0);
-        return moeGroupMma && w0.kernels.expertGroupMma() != null && KernelCatalog.expertGroupMmaTakes(w0.kernelSuffix, w0.cols)
-                && w0.address % 4 == 0 && w0.rowBytes % 4 == 0;
+        if (!moeGroupMma || w0.kernels.expertGroupMma() == null || !KernelCatalog.expertGroupMmaTakes(w0.kernelSuffix, w0.cols)) return false;
+        for (CudaWeight w : ws) if (w.address % 4 != 0 || w.rowBytes % 4 != 0) return false;
+        return true;
     }
 
     /** expert_group_prep (each group's x rows in fp16) then expert_group_mma_*, grid (row blocks, groups, stacks). */
