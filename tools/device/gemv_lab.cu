@@ -472,19 +472,30 @@ int main(int argc, char** argv) {
     Shape shapes[] = {{"q", 4096, 4096}, {"k", 1024, 4096}, {"v", 1024, 4096}, {"o", 4096, 4096},
                       {"gate", 14336, 4096}, {"up", 14336, 4096}, {"down", 4096, 14336}};
     const int NS = 7;
-    if (only && std::string(only) == "prefetch") {   // the L2 prefetch experiment on Q4_K layers (above)
+    // LAYERS distinct 8B layers of Q4_K matrices (seeds seed + step * index), and the bytes of one layer
+    auto q4kLayers = [&](unsigned seed, unsigned step, double& layerBytes) {
         std::vector<Mat> mats;
-        double layerBytes = 0;
+        layerBytes = 0;
         for (int l = 0; l < LAYERS; l++)
             for (int i = 0; i < NS; i++) {
-                mats.push_back(make("q4_K", shapes[i].rows, shapes[i].cols, 777u + 31u * (l * NS + i)));
+                mats.push_back(make("q4_K", shapes[i].rows, shapes[i].cols, seed + step * (l * NS + i)));
                 if (l == 0) layerBytes += mats.back().bytes;
             }
+        return mats;
+    };
+    // x's first row in 16 bits (its first 4096-column view serves the 4096-column rows: the values do not matter here)
+    auto quantizedX = [&]() {
         unsigned char* xq;
-        unsigned* sink;
         CK(cudaMalloc(&xq, 3 * 14336));
+        gemv_x16_quantize<<<14336 / 32, 128, 0, s>>>(x, 14336, 1, xq);
+        return xq;
+    };
+    if (only && std::string(only) == "prefetch") {   // the L2 prefetch experiment on Q4_K layers (above)
+        double layerBytes;
+        std::vector<Mat> mats = q4kLayers(777u, 31u, layerBytes);
+        unsigned char* xq = quantizedX();
+        unsigned* sink;
         CK(cudaMalloc(&sink, 4));
-        gemv_x16_quantize<<<14336 / 32, 128, 0, s>>>(x, 14336, 1, xq);   // (its first 4096-column view serves the 4096-column rows: the values do not matter here)
         CK(cudaDeviceSynchronize());
         auto gemv = [&](const Mat& m) {
             gemv_x16_q4_K<<<(m.rows + 1) / 2, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, 1, y,
@@ -558,20 +569,13 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (only && std::string(only) == "persist") {   // a persistent kernel per step (above) against the launch chain
-        std::vector<Mat> mats;
-        double layerBytes = 0;
-        for (int l = 0; l < LAYERS; l++)
-            for (int i = 0; i < NS; i++) {
-                mats.push_back(make("q4_K", shapes[i].rows, shapes[i].cols, 4242u + 29u * (l * NS + i)));
-                if (l == 0) layerBytes += mats.back().bytes;
-            }
-        unsigned char* xq;
+        double layerBytes;
+        std::vector<Mat> mats = q4kLayers(4242u, 29u, layerBytes);
+        unsigned char* xq = quantizedX();
         unsigned* bar;
         float* yb;
-        CK(cudaMalloc(&xq, 3 * 14336));
         CK(cudaMalloc(&bar, 4));
         CK(cudaMalloc(&yb, 3 * 14336 * 4));
-        gemv_x16_quantize<<<14336 / 32, 128, 0, s>>>(x, 14336, 1, xq);
         std::vector<PlPhase> hp;
         auto pm = [&](const Mat& m) { return PlMat{m.data, m.rowBytes, m.rows, m.cols}; };
         for (int l = 0; l < LAYERS; l++) {
@@ -650,18 +654,11 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (only && std::string(only) == "diag") {   // what holds the Q4_K x16 GEMV (above)
-        std::vector<Mat> mats;
-        double layerBytes = 0;
-        for (int l = 0; l < LAYERS; l++)
-            for (int i = 0; i < NS; i++) {
-                mats.push_back(make("q4_K", shapes[i].rows, shapes[i].cols, 999u + 17u * (l * NS + i)));
-                if (l == 0) layerBytes += mats.back().bytes;
-            }
-        unsigned char* xq;
+        double layerBytes;
+        std::vector<Mat> mats = q4kLayers(999u, 17u, layerBytes);
+        unsigned char* xq = quantizedX();
         unsigned* sink;
-        CK(cudaMalloc(&xq, 3 * 14336));
         CK(cudaMalloc(&sink, 4));
-        gemv_x16_quantize<<<14336 / 32, 128, 0, s>>>(x, 14336, 1, xq);
         CK(cudaDeviceSynchronize());
         printf("\nQ4_K x16 GEMV parts (%d layers of %.1f MB; us a layer, a launch a matrix, in a graph, best of 5)\n", LAYERS, layerBytes / 1e6);
         printf("| variant | us a layer | GB/s of the layer's bytes |\n|---|---|---|\n");
@@ -718,13 +715,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (only && std::string(only) == "mma") {   // the tensor-core Q4_K GEMV (above) against the shipped x16 kernels, n = 1 and 8
-        std::vector<Mat> mats;
-        double layerBytes = 0;
-        for (int l = 0; l < LAYERS; l++)
-            for (int i = 0; i < NS; i++) {
-                mats.push_back(make("q4_K", shapes[i].rows, shapes[i].cols, 555u + 13u * (l * NS + i)));
-                if (l == 0) layerBytes += mats.back().bytes;
-            }
+        double layerBytes;
+        std::vector<Mat> mats = q4kLayers(555u, 13u, layerBytes);
         float *x8, *y8;
         h16* xh;
         unsigned char* xq;
