@@ -1224,6 +1224,12 @@ __device__ __forceinline__ void expert_gemv_impl(const WView& w, const float* x,
 // most GEMV_X16_SHORT_TPR * 2 items, KernelCatalog.expertShortRows): GEMV_X16_SHORT_TPR threads a row group,
 // GEMV_X16_THREADS / GEMV_X16_SHORT_TPR groups a block (a 512-column Q8_0 row is 16 items: 48 of 64 threads idle otherwise).
 #define GEMV_X16_SHORT_TPR 16
+// Expert e's rows of part p's stack [experts, p.rows, cols] (its scales and zero points too) as a matrix of its own
+__device__ __forceinline__ WView expert_view(const GemvPart& p, int e, int cols) {
+    i64 first = (i64) e * p.rows;
+    return WView{p.data + first * p.rowBytes, p.rowBytes, cols, p.groups, p.groupShift, p.scales ? p.scales + first * p.groups : nullptr,
+                 p.zeros ? p.zeros + first * p.groups : nullptr};
+}
 template <class Q, int TPR>
 __device__ __forceinline__ void expert_gemv_x16_impl(const GemvPart* parts, int cols, const unsigned char* xq, int perSlot, int topK, const int* ids) {
     const GemvPart& p = parts[blockIdx.z];
@@ -1231,9 +1237,7 @@ __device__ __forceinline__ void expert_gemv_x16_impl(const GemvPart* parts, int 
     if ((i64) blockIdx.x * RB >= p.rows) return;   // the grid of a part with more rows
     int slot = blockIdx.y;
     int xr = perSlot ? slot : slot / topK;
-    i64 first = (i64) ids[slot] * p.rows;   // the expert's first row of the stack
-    WView w{p.data + first * p.rowBytes, p.rowBytes, cols, p.groups, p.groupShift, p.scales ? p.scales + first * p.groups : nullptr,
-            p.zeros ? p.zeros + first * p.groups : nullptr};
+    WView w = expert_view(p, ids[slot], cols);
     gemv_x16_impl<Q, GEMV_X16_ROWS, 1, TPR>(w, xq + xr * x16_row_bytes(cols), 1, p.y + (i64) slot * p.rows, p.rows, (i64) blockIdx.x * RB,
                                             nullptr, 1.f);
 }
@@ -1359,9 +1363,7 @@ __device__ __forceinline__ void expert_group_x16_impl(const GemvPart* parts, int
     }
     __syncthreads();
     ExpertGroupRows tr{xq, x16_row_bytes(cols), p.y, p.rows, slot, xr};
-    i64 first = (i64) g.x * p.rows;   // the expert's first row of the stack
-    WView w{p.data + first * p.rowBytes, p.rowBytes, cols, p.groups, p.groupShift, p.scales ? p.scales + first * p.groups : nullptr,
-            p.zeros ? p.zeros + first * p.groups : nullptr};
+    WView w = expert_view(p, g.x, cols);
     for (int k = 0; k < span && r0 < p.rows; k++, r0 += RB) gemv_x16_rows_impl<Q, GEMV_X16_ROWS, GEMV_MAX_N, TPR, 1>(w, tr, g.z, p.rows, r0, 1.f);
 }
 
@@ -1429,9 +1431,7 @@ __device__ __forceinline__ void expert_group_mma_impl(const GemvPart* parts, int
     if (threadIdx.x < GEMV_MAX_N) slot[threadIdx.x] = order[g.y + min((int) threadIdx.x, g.z - 1)];
     __syncthreads();
     ExpertGroupRows tr{nullptr, 0, p.y, p.rows, slot, slot};
-    i64 first = (i64) g.x * p.rows;   // the expert's first row of the stack
-    WView w{p.data + first * p.rowBytes, p.rowBytes, cols, p.groups, p.groupShift, p.scales ? p.scales + first * p.groups : nullptr,
-            p.zeros ? p.zeros + first * p.groups : nullptr};
+    WView w = expert_view(p, g.x, cols);
     gemv_mma_rows_impl<Q, GEMV_MMA_WARPS>(w, xg + (i64) blockIdx.y * (8 * (i64) cols + 16), g.z, p.rows, r0, tr, 1.f);
 }
 #define EXPERT_GROUP_MMA(SUFFIX, Q)                                                                                        \
