@@ -29,6 +29,7 @@ if [ ! -x .device/jre/bin/java ]; then
   exit 2
 fi
 JAVA=(.device/jre/bin/java --enable-native-access=ALL-UNNAMED -Xmx24g -XX:+UseParallelGC -cp ".device/lib/*:golden-tests/src/test/resources")
+# TEST_CLASSES="CudaHybridOpsTest:30 ..." (class:seconds): the tests step's classes, default all of them
 # V100_JAVA_OPTS: extra JVM options for every step (e.g. -Dv100.firstChunkOps=128 to compare a measurement knob)
 [ -n "${V100_JAVA_OPTS:-}" ] && JAVA+=($V100_JAVA_OPTS)
 # the smallest JRE build.sh makes leaves the Vector API out (nothing on the device needs it)
@@ -77,7 +78,7 @@ for s in $STEPS; do
     tests)
       # one JVM per test class: a sticky CUDA error (an illegal address) in one class cannot fail the others
       : > "$OUT/gpu-tests.txt"
-      for c in CudaOpsTest:40 CudaMatmulTest:60 CudaAttentionTest:30 CudaHybridOpsTest:30 CudaPrecisionTest:30 CudaModelTest:60; do
+      for c in ${TEST_CLASSES:-CudaOpsTest:40 CudaMatmulTest:60 CudaAttentionTest:30 CudaHybridOpsTest:30 CudaPrecisionTest:30 CudaModelTest:60}; do
         cls=${c%%:*}
         run_step "$cls" "${c##*:}" "$LOGS/$cls.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$LOGS/$cls.txt" "dev.v100.runtime.cuda.$cls"
         notes[$cls]=$(grep -m1 "^GPU TESTS" "$LOGS/$cls.log" | sed 's/ (details.*//')

@@ -313,6 +313,265 @@ extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_ru
     }
 }
 
+// ---- The gated delta rule of a prefill in transformers' chunked form (torch_chunk_gated_delta_rule) ----
+// RefGdn.chunked's equations over chunks of GDN_CHUNK rows (a short last chunk in place of the zero padding), value
+// head h reading key head h / (Hv / Hk); c = the cumulative decay inside the chunk, A the strictly lower
+// A[t][s] = beta_t (k_t . k_s) exp(c_t - c_s):
+//   U = (I + A)^-1 (beta v),  W = (I + A)^-1 (beta exp(c) k)                     (gdn_chunk_prep, chunks in parallel)
+//   V' = U - W S;  o_t = exp(c_t) (scale q_t)^T S + sum_{s <= t} P[t][s] V'_s     (gdn_chunk_scan, chunks in order)
+//   S = exp(c_last) S + sum_s k_s (exp(c_last - c_s) V'_s)^T,  P[t][s] = scale exp(c_t - c_s) (q_t . k_s)
+// The same arithmetic as the row-by-row rule, summed in another order: fp32 rounding apart, the same numbers. The scan's
+// matmuls are the recurrence's multiply-adds (3 dk dv a row either way), with no block barrier a row.
+// Scratch of a launch pair of nc chunks (floats): U [Hv][nc][64][dv], W [Hv][nc][64][dk], P [Hv][nc][64][64], c [Hv][nc][64].
+// q, k rows 16-byte aligned (dk a multiple of 4; the launcher checks), dk <= GDN_MAX_KEY_DIM.
+#define GDN_CHUNK 64
+#define GDN_PREP_THREADS 256
+#define GDN_PREP_SLICE 32
+#define GDN_SCAN_COLS 16
+#define GDN_SCAN_THREADS 256
+#define GDN_SCAN_GROUPS (GDN_SCAN_THREADS / GDN_SCAN_COLS)
+#define GDN_SCAN_ROWS (GDN_CHUNK / GDN_SCAN_GROUPS)
+static_assert(GDN_PREP_THREADS == 16 * 16 && GDN_CHUNK == 4 * 16, "gdn_chunk_prep: a thread a 4 x 4 tile of the 64 x 64 products");
+static_assert(GDN_CHUNK % GDN_SCAN_GROUPS == 0 && GDN_MAX_KEY_DIM % GDN_CHUNK == 0, "gdn_chunk_scan's row split");
+
+struct GdnChunk {
+    float *u, *w, *p, *c;
+};
+__device__ __forceinline__ GdnChunk gdn_chunk(float* scratch, int h, int chunk, int nc, int valueHeads, int dk, int dv) {
+    i64 hc = (i64) h * nc + chunk, all = (i64) valueHeads * nc;
+    GdnChunk g;
+    g.u = scratch + hc * GDN_CHUNK * dv;
+    g.w = scratch + all * GDN_CHUNK * dv + hc * GDN_CHUNK * dk;
+    g.p = scratch + all * GDN_CHUNK * (dv + dk) + hc * GDN_CHUNK * GDN_CHUNK;
+    g.c = scratch + all * GDN_CHUNK * (dv + dk + GDN_CHUNK) + hc * GDN_CHUNK;
+    return g;
+}
+
+// grid (chunk, value head): a chunk's c, A and P (a thread the 4 x 4 products t = ti + 16 a, s = tj + 16 b, over
+// 32-column slices of q and k in shared memory), then U and W by forward substitution, a thread a column of
+// [beta v | beta exp(c) k] in registers, row s's multiples subtracted from the rows below it for s = 0, 1, ... (so row
+// t's terms in the order s = 0, 1, ..., as RefGdn.chunked).
+extern "C" __global__ void __launch_bounds__(GDN_PREP_THREADS, 2) gdn_chunk_prep(const float* q, const float* k, const float* v,
+        const float* decay, const float* beta, int n, int keyHeads, int valueHeads, int dk, int dv, float scale, float* scratch) {
+    __shared__ float ks[GDN_CHUNK][GDN_PREP_SLICE + 1], qs[GDN_CHUNK][GDN_PREP_SLICE + 1];
+    __shared__ __align__(16) float at[GDN_CHUNK][GDN_CHUNK];   // at[s][t] = A[t][s] (0 for t <= s): a column of A is a row here
+    __shared__ float cs[GDN_CHUNK], bs[GDN_CHUNK], fk[GDN_CHUNK];   // c, beta, beta exp(c)
+    int chunk = blockIdx.x, h = blockIdx.y, tid = threadIdx.x;
+    int t0 = chunk * GDN_CHUNK, len = min(GDN_CHUNK, n - t0);
+    int kh = h / (valueHeads / keyHeads);
+    i64 qkCols = (i64) keyHeads * dk, vCols = (i64) valueHeads * dv;
+    GdnChunk g = gdn_chunk(scratch, h, chunk, gridDim.x, valueHeads, dk, dv);
+    if (tid < GDN_CHUNK) {
+        cs[tid] = tid < len ? decay[(i64) (t0 + tid) * valueHeads + h] : 0.f;
+        bs[tid] = tid < len ? beta[(i64) (t0 + tid) * valueHeads + h] : 0.f;
+    }
+    __syncthreads();
+    if (tid == 0) {
+        float acc = 0.f;
+        for (int t = 0; t < GDN_CHUNK; t++) {
+            acc += cs[t];
+            cs[t] = acc;
+        }
+    }
+    int ti = tid >> 4, tj = tid & 15;
+    float kk[4][4], qk[4][4];
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++) kk[a][b] = qk[a][b] = 0.f;
+    for (int s0 = 0; s0 < dk; s0 += GDN_PREP_SLICE) {
+        __syncthreads();   // the slice before is read (and cs summed)
+        for (int e = tid; e < GDN_CHUNK * GDN_PREP_SLICE; e += GDN_PREP_THREADS) {
+            int t = e / GDN_PREP_SLICE, col = e % GDN_PREP_SLICE;
+            bool in = t < len && s0 + col < dk;
+            i64 off = (i64) (t0 + t) * qkCols + (i64) kh * dk + s0 + col;
+            ks[t][col] = in ? k[off] : 0.f;
+            qs[t][col] = in ? q[off] : 0.f;
+        }
+        __syncthreads();
+#pragma unroll 8
+        for (int col = 0; col < GDN_PREP_SLICE; col++) {
+            float ki[4], qi[4], kj[4];
+#pragma unroll
+            for (int a = 0; a < 4; a++) {
+                ki[a] = ks[ti + 16 * a][col];
+                qi[a] = qs[ti + 16 * a][col];
+                kj[a] = ks[tj + 16 * a][col];
+            }
+#pragma unroll
+            for (int a = 0; a < 4; a++)
+#pragma unroll
+                for (int b = 0; b < 4; b++) {
+                    kk[a][b] += ki[a] * kj[b];
+                    qk[a][b] += qi[a] * kj[b];
+                }
+        }
+    }
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++) {
+            int t = ti + 16 * a, s = tj + 16 * b;
+            float e = t >= s ? expf(cs[t] - cs[s]) : 0.f;   // c_t - c_s <= 0 (the decay is a log <= 0)
+            at[s][t] = t > s ? bs[t] * kk[a][b] * e : 0.f;
+            g.p[t * GDN_CHUNK + s] = t < len ? scale * qk[a][b] * e : 0.f;
+        }
+    if (tid < GDN_CHUNK) {
+        g.c[tid] = cs[tid];
+        fk[tid] = bs[tid] * expf(cs[tid]);
+    }
+    __syncthreads();
+    for (int base = 0; base < dv + dk; base += GDN_PREP_THREADS) {   // every thread every pass (the __syncwarp below)
+        int col = base + tid;
+        bool isV = col < dv, live = col < dv + dk;
+        int stride = isV ? (int) vCols : (int) qkCols;
+        const float* src = (isV ? v + (i64) h * dv + col : k + (i64) kh * dk + (col - dv)) + (i64) t0 * stride;
+        const float* f = isV ? bs : fk;
+        float x[GDN_CHUNK];
+#pragma unroll
+        for (int t = 0; t < GDN_CHUNK; t++) x[t] = live && t < len ? src[t * stride] * f[t] : 0.f;
+        // row t of the result: x[t] - A[t][0] x[0] - A[t][1] x[1] - ..., the terms in that order
+#pragma unroll
+        for (int s = 0; s < GDN_CHUNK; s++) {
+#pragma unroll
+            for (int u = (s + 1) / 4; u < GDN_CHUNK / 4; u++) {
+                float4 a4 = *reinterpret_cast<const float4*>(&at[s][4 * u]);
+                if (4 * u > s) x[4 * u] -= a4.x * x[s];
+                if (4 * u + 1 > s) x[4 * u + 1] -= a4.y * x[s];
+                if (4 * u + 2 > s) x[4 * u + 2] -= a4.z * x[s];
+                x[4 * u + 3] -= a4.w * x[s];
+            }
+            __syncwarp();   // keeps ptxas from hoisting every step's loads at once (it spilled 7.8 KB a thread without)
+        }
+        if (live) {
+            float* dst = isV ? g.u + col : g.w + (col - dv);
+            int pitch = isV ? dv : dk;
+#pragma unroll
+            for (int t = 0; t < GDN_CHUNK; t++) dst[(i64) t * pitch] = x[t];
+        }
+    }
+}
+
+// grid (value head h, group of GDN_SCAN_COLS state columns), chunks 0 .. nc - 1 in order, S [dk][cols] of the head in
+// shared memory from the first chunk to the last. Thread (row group rg, column jl) computes rows t = rg + GDN_SCAN_GROUPS m
+// of V' and o, and the state rows 4 rg .. 4 rg + 3 of each 64-row slice in the update. Every operand a product reads
+// is staged in shared memory first (a slice of a chunk's W and q, its P, a slice of its k: each one load by the whole
+// block): read from L2 inside the sums, every step waited for a round trip (283 us a 512-row 35B layer).
+#define GDN_SCAN_PITCH 36    // a staged 32-column slice's row (floats; 16-byte rows, rows 4 banks apart)
+#define GDN_SCAN_WIDE 68     // a staged 64-column row (P, a slice of k)
+#define GDN_SCAN_STAGE (2 * GDN_CHUNK * GDN_SCAN_PITCH)
+static_assert(GDN_SCAN_STAGE >= GDN_CHUNK * GDN_SCAN_WIDE && 4 * GDN_SCAN_GROUPS == GDN_CHUNK, "gdn_chunk_scan's staging");
+__device__ __forceinline__ float4 ldg4(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
+__device__ __forceinline__ float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+extern "C" __global__ void __launch_bounds__(GDN_SCAN_THREADS, 2) gdn_chunk_scan(const float* q, const float* k, const float* scratch,
+        int n, int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out) {
+    __shared__ float ss[GDN_MAX_KEY_DIM][GDN_SCAN_COLS];   // 0 past dk (a staged slice's zero columns meet zeros)
+    __shared__ float vs[GDN_CHUNK][GDN_SCAN_COLS];          // V', then exp(c_last - c_s) V'_s
+    __shared__ __align__(16) float stage[GDN_SCAN_STAGE];
+    __shared__ float cs[GDN_CHUNK];
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    int h = blockIdx.x, tid = threadIdx.x, jl = tid % GDN_SCAN_COLS, rg = tid / GDN_SCAN_COLS;
+    int j = blockIdx.y * GDN_SCAN_COLS + jl;
+    bool col = j < dv;
+    int kh = h / (valueHeads / keyHeads), nc = (n + GDN_CHUNK - 1) / GDN_CHUNK;
+    i64 qkCols = (i64) keyHeads * dk, vCols = (i64) valueHeads * dv;
+    float* S = state + (i64) h * dk * dv;
+    for (int i = rg; i < GDN_MAX_KEY_DIM; i += GDN_SCAN_GROUPS) ss[i][jl] = col && i < dk ? S[(i64) i * dv + j] : 0.f;
+    for (int chunk = 0; chunk < nc; chunk++) {
+        int t0 = chunk * GDN_CHUNK, len = min(GDN_CHUNK, n - t0);
+        GdnChunk g = gdn_chunk(const_cast<float*>(scratch), h, chunk, nc, valueHeads, dk, dv);
+        const float* qc = q + (i64) t0 * qkCols + (i64) kh * dk;
+        const float* kc = k + (i64) t0 * qkCols + (i64) kh * dk;
+        if (tid < GDN_CHUNK) cs[tid] = g.c[tid];   // read after the barriers below (the last chunk's reads ended at its own)
+        // V' = U - W S and (q S) of the thread's rows, over 32-column slices of W and q
+        float vn[GDN_SCAN_ROWS], qsum[GDN_SCAN_ROWS];
+#pragma unroll
+        for (int m = 0; m < GDN_SCAN_ROWS; m++) {
+            int t = rg + GDN_SCAN_GROUPS * m;
+            vn[m] = col && t < len ? g.u[(i64) t * dv + j] : 0.f;
+            qsum[m] = 0.f;
+        }
+        float* sw = stage;
+        float* sq = stage + GDN_CHUNK * GDN_SCAN_PITCH;
+        for (int i0 = 0; i0 < dk; i0 += 32) {
+            __syncthreads();   // the stage is free (the slice, P or k before it read)
+            for (int e = tid; e < GDN_CHUNK * 8; e += GDN_SCAN_THREADS) {
+                int t = e >> 3, c = i0 + 4 * (e & 7);
+                bool in = c < dk;
+                *reinterpret_cast<float4*>(sw + t * GDN_SCAN_PITCH + 4 * (e & 7)) = in ? ldg4(g.w + (i64) t * dk + c) : zero;
+                *reinterpret_cast<float4*>(sq + t * GDN_SCAN_PITCH + 4 * (e & 7)) = in && t < len ? ldg4(qc + (i64) t * qkCols + c) : zero;
+            }
+            __syncthreads();
+#pragma unroll
+            for (int i = 0; i < 32; i += 4) {
+                float s0 = ss[i0 + i][jl], s1 = ss[i0 + i + 1][jl], s2 = ss[i0 + i + 2][jl], s3 = ss[i0 + i + 3][jl];
+#pragma unroll
+                for (int m = 0; m < GDN_SCAN_ROWS; m++) {
+                    int t = rg + GDN_SCAN_GROUPS * m;
+                    float4 w4 = lds4(sw + t * GDN_SCAN_PITCH + i), q4 = lds4(sq + t * GDN_SCAN_PITCH + i);
+                    vn[m] -= w4.x * s0 + w4.y * s1 + w4.z * s2 + w4.w * s3;
+                    qsum[m] += q4.x * s0 + q4.y * s1 + q4.z * s2 + q4.w * s3;
+                }
+            }
+        }
+#pragma unroll
+        for (int m = 0; m < GDN_SCAN_ROWS; m++) vs[rg + GDN_SCAN_GROUPS * m][jl] = vn[m];
+        __syncthreads();   // V' complete; the stage free
+        float* sp = stage;
+        for (int e = tid; e < GDN_CHUNK * 16; e += GDN_SCAN_THREADS)
+            *reinterpret_cast<float4*>(sp + (e >> 4) * GDN_SCAN_WIDE + 4 * (e & 15)) = ldg4(g.p + (i64) (e >> 4) * GDN_CHUNK + 4 * (e & 15));
+        __syncthreads();
+        // o_t = exp(c_t) scale (q_t S) + sum_s P[t][s] V'_s (P is 0 above the diagonal)
+        float cl = cs[len - 1];
+#pragma unroll
+        for (int m = 0; m < GDN_SCAN_ROWS; m++) {
+            int t = rg + GDN_SCAN_GROUPS * m;
+            float o = qsum[m] * (scale * expf(cs[t]));
+#pragma unroll 4
+            for (int s4 = 0; s4 < GDN_CHUNK; s4 += 4) {
+                float4 p4 = lds4(sp + t * GDN_SCAN_WIDE + s4);
+                o += p4.x * vs[s4][jl] + p4.y * vs[s4 + 1][jl] + p4.z * vs[s4 + 2][jl] + p4.w * vs[s4 + 3][jl];
+            }
+            if (col && t < len) out[(i64) (t0 + t) * vCols + (i64) h * dv + j] = o;
+        }
+        __syncthreads();   // V' and P read
+#pragma unroll
+        for (int m = 0; m < GDN_SCAN_ROWS; m++) {
+            int t = rg + GDN_SCAN_GROUPS * m;
+            vs[t][jl] = t < len ? vs[t][jl] * expf(cl - cs[t]) : 0.f;
+        }
+        // S = exp(c_last) S + sum_s k_s (exp(c_last - c_s) V'_s), over 64-row slices of S (and columns of k)
+        float el = expf(cl);
+        float* sk = stage;
+        for (int i0 = 0; i0 < dk; i0 += GDN_CHUNK) {
+            __syncthreads();   // the scaled V' written; the slice before read
+            for (int e = tid; e < GDN_CHUNK * 16; e += GDN_SCAN_THREADS) {
+                int s = e >> 4, c = i0 + 4 * (e & 15);
+                *reinterpret_cast<float4*>(sk + s * GDN_SCAN_WIDE + 4 * (e & 15)) = s < len && c < dk ? ldg4(kc + (i64) s * qkCols + c) : zero;
+            }
+            __syncthreads();
+            int i = i0 + 4 * rg;
+            float a[4];
+#pragma unroll
+            for (int r = 0; r < 4; r++) a[r] = ss[i + r][jl] * el;   // rows past dk: 0, and written back 0
+#pragma unroll 8
+            for (int s = 0; s < GDN_CHUNK; s++) {
+                float vd = vs[s][jl];
+                float4 k4 = lds4(sk + s * GDN_SCAN_WIDE + 4 * rg);
+                a[0] += k4.x * vd;
+                a[1] += k4.y * vd;
+                a[2] += k4.z * vd;
+                a[3] += k4.w * vd;
+            }
+#pragma unroll
+            for (int r = 0; r < 4; r++) ss[i + r][jl] = a[r];
+        }
+        __syncthreads();   // the state's slices written before the next chunk reads them
+    }
+    if (col)
+        for (int i = rg; i < dk; i += GDN_SCAN_GROUPS) S[(i64) i * dv + j] = ss[i][jl];
+}
+
 // Softmax routing, one warp per token (blocks of ROUTE_WARPS warps): probabilities over the experts (fp32,
 // lane l holds experts l, l + 32, ...), the topK largest in descending order (ties: the lower id) by topK
 // warp-wide argmax rounds, divided by their sum when normalize. experts <= 32 * ROUTE_PER_LANE (the

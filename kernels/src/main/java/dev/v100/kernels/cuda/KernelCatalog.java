@@ -116,6 +116,31 @@ public final class KernelCatalog {
     public static final int GDN_MAX_KEY_DIM = 256;
     /** gated_delta_rule: threads per block (hybrid.cu GDN_RULE_WARPS warps over the key rows of 32 state columns). */
     public static final int GDN_RULE_THREADS = 512;
+    /** The chunked delta rule (hybrid.cu gdn_chunk_prep / gdn_chunk_scan): rows a chunk (transformers' chunk_size). */
+    public static final int GDN_CHUNK_ROWS = 64;
+    /** gdn_chunk_prep: threads per block (a 4 x 4 tile of a chunk's 64 x 64 products each). */
+    public static final int GDN_PREP_THREADS = 256;
+    /** gdn_chunk_scan: threads per block and the state columns a block takes (hybrid.cu GDN_SCAN_COLS). */
+    public static final int GDN_SCAN_THREADS = 256;
+    public static final int GDN_SCAN_COLS = 16;
+    /**
+     * A prefill's delta rule runs chunked from this many rows on (fewer: gated_delta_rule row by row, which is as fast
+     * for a few rows and leaves decode untouched), in launch pairs of at most {@link #GDN_PIECE_ROWS} rows (the
+     * scratch's bound).
+     */
+    public static final int GDN_CHUNKED_MIN_ROWS = 32;
+    public static final int GDN_PIECE_ROWS = 512;
+
+    /** Whether gdn_chunk_prep / gdn_chunk_scan take a head geometry: dk a multiple of 4 (their float4 loads), at most GDN_MAX_KEY_DIM. */
+    public static boolean gdnChunkedTakes(int keyHeadDim, int valueHeadDim) {
+        return keyHeadDim > 0 && keyHeadDim % 4 == 0 && keyHeadDim <= GDN_MAX_KEY_DIM && valueHeadDim > 0;
+    }
+
+    /** Bytes of gdn_chunk_prep's scratch for rows rows (U, W, P and the cumulative decay of every chunk and value head). */
+    public static long gdnChunkScratchBytes(int valueHeads, int keyHeadDim, int valueHeadDim, int rows) {
+        long chunks = (rows + GDN_CHUNK_ROWS - 1) / GDN_CHUNK_ROWS;
+        return 4L * valueHeads * chunks * GDN_CHUNK_ROWS * ((long) valueHeadDim + keyHeadDim + GDN_CHUNK_ROWS + 1);
+    }
     /**
      * The step block of a device (int32 values the host uploads before the kernels that read them, see
      * common.cuh): the position of row 0 at {@code STEP_POS}; in a decode batch its row count at
@@ -218,6 +243,8 @@ public final class KernelCatalog {
         }
         add("hybrid", "moe_output_norm", NORM_MAX_THREADS, 0);
         add("hybrid", "gated_delta_rule", GDN_RULE_THREADS, 0);
+        add("hybrid", "gdn_chunk_prep", GDN_PREP_THREADS, 0);
+        add("hybrid", "gdn_chunk_scan", GDN_SCAN_THREADS, 0);
     }
 
     private KernelCatalog() {}

@@ -81,7 +81,7 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnDecodeRows, kQkPrep, kMoeOutputNorm,
-            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnInputs, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
+            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kChunkPrep, kChunkScan, kRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnInputs, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -112,6 +112,14 @@ public final class CudaBackend implements Backend {
     static final String MOE_GROUP_MMA_PROPERTY = "v100.cuda.moeGroupMma";
     boolean moeGroupMma = !"false".equals(System.getProperty(MOE_GROUP_MMA_PROPERTY));
     private final String mmaScratch;
+    /**
+     * A prefill's delta rule of at least {@code gdnChunkedMinRows} rows runs chunked (gdn_chunk_prep + gdn_chunk_scan,
+     * transformers' chunked form); {@code -Dv100.cuda.gdnChunked=false} keeps gated_delta_rule row by row (a measurement
+     * knob), {@code -Dv100.cuda.gdnChunkedMinRows=N} moves the threshold (tests set the fields).
+     */
+    static final String GDN_CHUNKED_PROPERTY = "v100.cuda.gdnChunked";
+    boolean gdnChunked = !"false".equals(System.getProperty(GDN_CHUNKED_PROPERTY));
+    int gdnChunkedMinRows = Integer.getInteger("v100.cuda.gdnChunkedMinRows", KernelCatalog.GDN_CHUNKED_MIN_ROWS);
 
     /** A backend on {@code device} (which it retains until {@link #close}). */
     public CudaBackend(CudaDevice device, String name) {
@@ -156,6 +164,8 @@ public final class CudaBackend implements Backend {
         kConv = device.kernel("causal_conv1d");
         kDeltaGates = device.kernel("delta_gates");
         kDeltaRule = device.kernel("gated_delta_rule");
+        kChunkPrep = device.kernel("gdn_chunk_prep");
+        kChunkScan = device.kernel("gdn_chunk_scan");
         kRoute = device.kernel("moe_route");
         kMoeGroup = device.kernel("moe_group");
         kGroupPrep = device.kernel("expert_group_prep");
@@ -1503,7 +1513,8 @@ public final class CudaBackend implements Backend {
             Cuda.check(cuMemsetD32Async(s.recurrent, 0, s.recurrentBytes() / 4, device.stream()), "cuMemsetD32Async", "resetting a GDN state");
         }
         int n = buf(q).rows;
-        if (n > 0) launchDeltaRule(q, k, v, decay, beta, scale, out, s, hk, s.recurrent, 0, 1);
+        if (chunkedDeltaRule(n, s, q, k)) launchChunkedDeltaRule(q, k, v, decay, beta, scale, out, s, hk);
+        else if (n > 0) launchDeltaRule(q, k, v, decay, beta, scale, out, s, hk, s.recurrent, 0, 1);
         s.recurrentTokens = startPos + n;
         checked("gatedDeltaRule", buf(out));
     }
@@ -1539,6 +1550,35 @@ public final class CudaBackend implements Backend {
             }
         }
         return hk;
+    }
+
+    /** Whether a sequence's n rows run the chunked delta rule: enough rows, a geometry it takes, q and k 16-byte aligned. */
+    private boolean chunkedDeltaRule(int n, CudaLinearState s, Buffer q, Buffer k) {
+        return gdnChunked && n >= Math.max(1, gdnChunkedMinRows) && KernelCatalog.gdnChunkedTakes(s.keyHeadDim, s.valueHeadDim)
+                && buf(q).address % 16 == 0 && buf(k).address % 16 == 0;
+    }
+
+    /**
+     * The delta rule of one sequence's rows in the chunked form, pieces of at most GDN_PIECE_ROWS rows in order (each
+     * piece a gdn_chunk_prep over its chunks, then gdn_chunk_scan carrying the state through them).
+     */
+    private void launchChunkedDeltaRule(Buffer q, Buffer k, Buffer v, Buffer decay, Buffer beta, float scale, Buffer out, CudaLinearState s,
+                                        int hk) {
+        int dk = s.keyHeadDim, dv = s.valueHeadDim, hv = s.valueHeads, n = buf(q).rows;
+        int piece = Math.min(n, KernelCatalog.GDN_PIECE_ROWS);
+        long scratch = device.scratch("gdn-chunks", KernelCatalog.gdnChunkScratchBytes(hv, dk, dv, piece));   // before any launch
+        CudaBuffer qb = buf(q), kb = buf(k), vb = buf(v), gb = buf(decay), bb = buf(beta), ob = buf(out);
+        for (int t0 = 0; t0 < n; t0 += piece) {
+            int rows = Math.min(piece, n - t0);
+            int chunks = (rows + KernelCatalog.GDN_CHUNK_ROWS - 1) / KernelCatalog.GDN_CHUNK_ROWS;
+            long qa = qb.address + 4L * t0 * qb.cols, ka = kb.address + 4L * t0 * kb.cols, va = vb.address + 4L * t0 * vb.cols;
+            device.launch(kChunkPrep).ptr(qa).ptr(ka).ptr(va).ptr(gb.address + 4L * t0 * gb.cols).ptr(bb.address + 4L * t0 * bb.cols)
+                    .i32(rows).i32(hk).i32(hv).i32(dk).i32(dv).f32(scale).ptr(scratch)
+                    .go(chunks, hv, 1, KernelCatalog.GDN_PREP_THREADS, 0);
+            device.launch(kChunkScan).ptr(qa).ptr(ka).ptr(scratch).i32(rows).i32(hk).i32(hv).i32(dk).i32(dv).f32(scale).ptr(s.recurrent)
+                    .ptr(ob.address + 4L * t0 * ob.cols)
+                    .go(hv, (dv + KernelCatalog.GDN_SCAN_COLS - 1) / KernelCatalog.GDN_SCAN_COLS, 1, KernelCatalog.GDN_SCAN_THREADS, 0);
+        }
     }
 
     /** gated_delta_rule: a block per value head and 32 state columns, its warps over the key rows (gridZ: a batch's rows). */

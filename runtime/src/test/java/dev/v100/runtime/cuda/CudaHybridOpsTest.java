@@ -1,6 +1,7 @@
 package dev.v100.runtime.cuda;
 
 import dev.v100.formats.ggml.GgmlType;
+import dev.v100.kernels.cuda.KernelCatalog;
 import dev.v100.kernels.ref.RandomBlocks;
 import dev.v100.kernels.ref.StoredMatrix;
 import dev.v100.runtime.backend.Backend;
@@ -568,6 +569,58 @@ class CudaHybridOpsTest {
                         assertArrayEquals(want, java.util.Arrays.copyOfRange(got, i * vCols, (i + 1) * vCols), what + ", row " + i + " at " + pos[i]);
                         pos[i]++;
                     }
+                }
+            }
+        }
+    }
+
+    /**
+     * The chunked delta rule (gdn_chunk_prep + gdn_chunk_scan) against the reference recurrence and against the GPU's
+     * row-by-row kernel: chunks cut short, several chunks, more rows than one launch pair takes (GDN_PIECE_ROWS), key dims
+     * that are not whole 32-column slices, value dims that are not whole 16-column groups, GQA, state carried into decode
+     * steps and further prefills; a short prefill below the threshold stays on gated_delta_rule.
+     */
+    @Test
+    void chunkedDeltaRuleIsTheRecurrence() {
+        CpuBackend cpu = new CpuBackend(CpuBackend.Kernels.REFERENCE);
+        try (CudaBackend gpu = backend("hybrid-gdn-chunked")) {
+            SplittableRandom r = new SplittableRandom(43);
+            gpu.gdnChunkedMinRows = 2;
+            for (int[] geo : new int[][] {{2, 4, 8, 8}, {1, 2, 128, 128}, {2, 6, 12, 20}, {1, 1, 256, 24}, {2, 4, 36, 48}}) {
+                int hk = geo[0], hv = geo[1], dk = geo[2], dv = geo[3];
+                float scale = (float) (1 / Math.sqrt(dk));
+                float[] aLog = halves(r, hv, 0.5), dt = halves(r, hv, 0.5);
+                int channels = 2 * hk * dk + hv * dv;
+                LinearAttentionState cs = cpu.allocateLinearState(channels, 4, hv, dk, dv), chunked = gpu.allocateLinearState(channels, 4, hv, dk, dv),
+                        rowWise = gpu.allocateLinearState(channels, 4, hv, dk, dv);
+                int piece = KernelCatalog.GDN_PIECE_ROWS;   // the scratch grown first (growing it syncs: one more use of the stream)
+                gpu.gatedDeltaRule(gpu.allocate("q", piece, hk * dk), gpu.allocate("k", piece, hk * dk), gpu.allocate("v", piece, hv * dv),
+                        gpu.allocate("g", piece, hv), gpu.allocate("b", piece, hv), scale, gpu.allocateLinearState(channels, 4, hv, dk, dv), 0,
+                        gpu.allocate("o", piece, hv * dv));
+                int pos = 0;
+                for (int n : new int[] {37, 1, 64, 65, 1, 700, 1, 130}) {
+                    String what = "hk " + hk + " hv " + hv + " dk " + dk + " dv " + dv + ", " + n + " rows at " + pos;
+                    float[] q = halves(r, n * hk * dk, 1), k = halves(r, n * hk * dk, 1), v = halves(r, n * hv * dv, 1);
+                    float[] al = halves(r, n * hv, 1), be = halves(r, n * hv, 1);
+                    Buffer[] g = {put(gpu, q, n, hk * dk), put(gpu, k, n, hk * dk), put(gpu, v, n, hv * dv), put(gpu, al, n, hv), put(gpu, be, n, hv)};
+                    gpu.l2Norm(g[0], dk, 1e-6f, g[0]);
+                    gpu.l2Norm(g[1], dk, 1e-6f, g[1]);
+                    gpu.deltaGates(g[3], g[4], f32(gpu, "a", aLog, hv), f32(gpu, "dt", dt, hv), g[3], g[4]);
+                    Buffer[] c = new Buffer[5];
+                    for (int i = 0; i < 5; i++) c[i] = put(cpu, gpu.read(g[i]), n, g[i].cols());
+                    Buffer co = cpu.allocate("o", n, hv * dv), go = gpu.allocate("o", n, hv * dv), gr = gpu.allocate("o", n, hv * dv);
+                    cpu.gatedDeltaRule(c[0], c[1], c[2], c[3], c[4], scale, cs, pos, co);
+                    long before = gpu.device.issued();
+                    gpu.gatedDeltaRule(g[0], g[1], g[2], g[3], g[4], scale, chunked, pos, go);
+                    int pieces = n >= gpu.gdnChunkedMinRows ? 2 * ((n + piece - 1) / piece) : 1;
+                    assertEquals(pieces + (pos == 0 ? 1 : 0), gpu.device.issued() - before, what + ": launches (a prep and a scan a piece)");
+                    gpu.gdnChunked = false;
+                    gpu.gatedDeltaRule(g[0], g[1], g[2], g[3], g[4], scale, rowWise, pos, gr);
+                    gpu.gdnChunked = true;
+                    float[] ref = cpu.read(co);
+                    near(gpu.read(go), ref, RECURRENT_NMSE, "chunked, " + what);
+                    near(gpu.read(gr), ref, RECURRENT_NMSE, "row by row, " + what);
+                    pos += n;
                 }
             }
         }
