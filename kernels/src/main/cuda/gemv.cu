@@ -1049,23 +1049,31 @@ static_assert(32 * 17 * 4 <= GEMV_MMA_ROWS * GEMV_MMA_LD * 2, "MmaQ8::arrange's 
 
 // WARPS: the block's warps (GEMV_MMA_WARPS where the runtime launches it; the lab tries others). TR: where token row t's
 // sums go (tr.out(t), tr.add(t): X16Rows, or a MoE group's ExpertGroupRows); xh: gemv_mma_prep's (or expert_group_prep's) x.
-template <class Q, int WARPS, class TR>
-__device__ __forceinline__ void gemv_mma_rows_impl(const WView& w, const h16* xh, int n, int rows, i64 r0, const TR& tr, float scale) {
+// NT: n-tiles of 8 token rows (a MoE expert's run of groups), tile u's x at xh + u * tileStride, n rows in all: each
+// chunk's dequantized tile multiplied with every tile's x (dequantized once for up to 8 NT rows).
+template <class Q, int WARPS, class TR, int NT = 1>
+__device__ __forceinline__ void gemv_mma_rows_impl(const WView& w, const h16* xh, int n, int rows, i64 r0, const TR& tr, float scale,
+                                                   i64 tileStride = 0) {
     __shared__ __align__(32) h16 tile[WARPS][GEMV_MMA_ROWS * GEMV_MMA_LD];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     i64 r = min(r0 + lane, (i64) rows - 1);
     const unsigned char* row = w.data + r * w.rowBytes;
     int chunks = w.cols >> 6;
-    FragC acc;
-    frag_zero(acc);
+    int nt = NT == 1 ? 1 : (n + 7) >> 3;   // the tiles holding rows
+    FragC acc[NT];
+#pragma unroll
+    for (int u = 0; u < NT; u++) frag_zero(acc[u]);
     h16* t = tile[warp] + lane * GEMV_MMA_LD;
     int c = warp;
     typename Q::Raw next = {};
     if (c < chunks) next = Q::load(w, row, r, c, r0, rows);
     for (; c < chunks; c += WARPS) {
-        FragAB fb[4];
+        FragAB fb[NT][4];
 #pragma unroll
-        for (int kk = 0; kk < 4; kk++) wmma32_load_b_row(fb[kk], xh + (i64) (64 * c + 16 * kk) * 8, 8);
+        for (int u = 0; u < NT; u++)
+            if (NT == 1 || u < nt)
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++) wmma32_load_b_row(fb[u][kk], xh + u * tileStride + (i64) (64 * c + 16 * kk) * 8, 8);
         typename Q::Raw q = next;
         Q::arrange(q, tile[warp]);
         if (c + WARPS < chunks) next = Q::load(w, row, r, c + WARPS, r0, rows);
@@ -1084,27 +1092,33 @@ __device__ __forceinline__ void gemv_mma_rows_impl(const WView& w, const h16* xh
             for (int kk = 0; kk < 2; kk++) {
                 FragAB fa;
                 wmma32_load_a_row(fa, tile[warp] + 16 * kk, GEMV_MMA_LD);
-                wmma32_mma_row_row(acc, fa, fb[2 * half + kk]);
+#pragma unroll
+                for (int u = 0; u < NT; u++)
+                    if (NT == 1 || u < nt) wmma32_mma_row_row(acc[u], fa, fb[u][2 * half + kk]);
             }
             __syncwarp();
         }
     }
-    __syncthreads();
     float* red = reinterpret_cast<float*>(&tile[0][0]);   // each warp's 32 x 8 sums where its own tile was
     const int STRIDE = GEMV_MMA_ROWS * GEMV_MMA_LD / 2;
-    wmma32_store_c_row(red + warp * STRIDE, acc, 8);
-    __syncthreads();
-    const float* xs = reinterpret_cast<const float*>(xh + (i64) w.cols * 8);
-    for (int i = threadIdx.x; i < GEMV_MMA_ROWS * 8; i += blockDim.x) {
-        float sum = 0.f;
 #pragma unroll
-        for (int k = 0; k < WARPS; k++) sum += red[k * STRIDE + i];
-        i64 ro = r0 + (i >> 3);
-        int tok = i & 7;
-        if (ro < rows && tok < n) {
-            float v = sum * xs[tok];
-            const float* a = tr.add(tok);
-            tr.out(tok)[ro] = a ? a[ro] + scale * v : v;
+    for (int u = 0; u < NT; u++) {
+        if (NT > 1 && u >= nt) break;
+        __syncthreads();   // the tiles (or the tile before's sums) are read
+        wmma32_store_c_row(red + warp * STRIDE, acc[u], 8);
+        __syncthreads();
+        const float* xs = reinterpret_cast<const float*>(xh + u * tileStride + (i64) w.cols * 8);
+        for (int i = threadIdx.x; i < GEMV_MMA_ROWS * 8; i += blockDim.x) {
+            float sum = 0.f;
+#pragma unroll
+            for (int k = 0; k < WARPS; k++) sum += red[k * STRIDE + i];
+            i64 ro = r0 + (i >> 3);
+            int tok = 8 * u + (i & 7);
+            if (ro < rows && tok < n) {
+                float v = sum * xs[i & 7];
+                const float* a = tr.add(tok);
+                tr.out(tok)[ro] = a ? a[ro] + scale * v : v;
+            }
         }
     }
 }
@@ -1259,8 +1273,8 @@ __device__ __forceinline__ void expert_gemv_x16_impl(const GemvPart* parts, int 
 // MoE for many tokens (prefill): the slots grouped by expert, so each expert's rows are read once per group of up to
 // GEMV_MAX_N slots rather than once per slot. moe_group (one block) sorts the slots s = t * topK + k by expert ids[s]:
 // order = the slots, experts ascending, slots ascending within one; groups[i] = (expert, first index into order,
-// count 1..GEMV_MAX_N, 0) for an expert's slots in runs of GEMV_MAX_N, experts ascending, and count 0 from the last
-// group on up to maxGroups (the host's grid: slots / GEMV_MAX_N + min(experts, slots) groups at most). experts <=
+// count 1..GEMV_MAX_N, the run's index within its expert) for an expert's slots in runs of GEMV_MAX_N, experts
+// ascending, and (0, 0, 0, 0) from the last group on up to maxGroups (the host's grid: slots / GEMV_MAX_N + min(experts, slots) groups at most). experts <=
 // MOE_GROUP_THREADS (KernelCatalog.MOE_GROUP_THREADS); an id outside [0, experts) is in no group (moe_route writes none).
 #define MOE_GROUP_THREADS 1024
 __device__ __forceinline__ int block_exclusive_scan(int v, int* warpSums) {   // every thread of the block; warpSums [32]
@@ -1303,7 +1317,7 @@ extern "C" __global__ void __launch_bounds__(MOE_GROUP_THREADS) moe_group(const 
     int first = block_exclusive_scan(c, warpSums);
     int firstGroup = block_exclusive_scan(runs, warpSums);
     int total = warpSums[(MOE_GROUP_THREADS >> 5) - 1];   // the groups of every expert
-    for (int g = 0; g < runs; g++) groups[firstGroup + g] = make_int4(e, first + g * GEMV_MAX_N, min(GEMV_MAX_N, c - g * GEMV_MAX_N), 0);
+    for (int g = 0; g < runs; g++) groups[firstGroup + g] = make_int4(e, first + g * GEMV_MAX_N, min(GEMV_MAX_N, c - g * GEMV_MAX_N), g);
     for (int g = total + e; g < maxGroups; g += MOE_GROUP_THREADS) groups[g] = make_int4(0, 0, 0, 0);
     // each expert's slots in ascending order: thread e walks the ids a tile at a time (every thread reads the same word)
     int at = first;
@@ -1331,7 +1345,7 @@ struct ExpertGroupRows {
     i64 xStride;
     float* y;
     int rows;
-    const volatile int* slot;   // [GEMV_MAX_N], shared
+    const volatile int* slot;   // [GEMV_MAX_N] (expert_group_mma: [GEMV_MAX_N EXPERT_GROUP_TILES]), shared
     const volatile int* xr;     // [GEMV_MAX_N], shared
     __device__ __forceinline__ const unsigned char* x(int t) const { return xq + xr[t] * xStride; }
     __device__ __forceinline__ float* out(int t) const { return y + (i64) slot[t] * rows; }
@@ -1420,19 +1434,28 @@ extern "C" __global__ void __launch_bounds__(EXPERT_GROUP_PREP_THREADS) expert_g
     }
 }
 
+// A block takes a run of up to EXPERT_GROUP_TILES groups of one expert (the groups whose run index is a multiple of it
+// start one; the others' blocks return): its rows dequantized once for up to 8 EXPERT_GROUP_TILES slots (an expert of
+// the 35B's prefill chunk holds 16 slots on average), each 8-slot group an n-tile with its own x and scales as
+// expert_group_prep wrote them. A slot's sums are the same whichever tile or run it is in.
+#define EXPERT_GROUP_TILES 4
 template <class Q>
 __device__ __forceinline__ void expert_group_mma_impl(const GemvPart* parts, int cols, const h16* xg, const int* order, const int4* groups) {
     const GemvPart& p = parts[blockIdx.z];
     i64 r0 = (i64) blockIdx.x * GEMV_MMA_ROWS;
     if (r0 >= p.rows) return;   // the grid of a part with more rows
     int4 g = groups[blockIdx.y];
-    if (g.z <= 0) return;   // past the last group
-    __shared__ int slot[GEMV_MAX_N];
-    if (threadIdx.x < GEMV_MAX_N) slot[threadIdx.x] = order[g.y + min((int) threadIdx.x, g.z - 1)];
+    if (g.z <= 0 || g.w % EXPERT_GROUP_TILES != 0) return;   // past the last group, or inside another block's run
+    int nt = 1;   // the run: this group and the next ones of its expert (full groups of GEMV_MAX_N but the expert's last)
+    while (nt < EXPERT_GROUP_TILES && blockIdx.y + nt < gridDim.y && groups[blockIdx.y + nt].x == g.x && groups[blockIdx.y + nt].z > 0) nt++;
+    int n = GEMV_MAX_N * (nt - 1) + groups[blockIdx.y + nt - 1].z;
+    __shared__ int slot[GEMV_MAX_N * EXPERT_GROUP_TILES];
+    if (threadIdx.x < GEMV_MAX_N * EXPERT_GROUP_TILES) slot[threadIdx.x] = order[g.y + min((int) threadIdx.x, n - 1)];
     __syncthreads();
     ExpertGroupRows tr{nullptr, 0, p.y, p.rows, slot, slot};
     WView w = expert_view(p, g.x, cols);
-    gemv_mma_rows_impl<Q, GEMV_MMA_WARPS>(w, xg + (i64) blockIdx.y * (8 * (i64) cols + 16), g.z, p.rows, r0, tr, 1.f);
+    i64 stride = 8 * (i64) cols + 16;
+    gemv_mma_rows_impl<Q, GEMV_MMA_WARPS, ExpertGroupRows, EXPERT_GROUP_TILES>(w, xg + (i64) blockIdx.y * stride, n, p.rows, r0, tr, 1.f, stride);
 }
 #define EXPERT_GROUP_MMA(SUFFIX, Q)                                                                                        \
     extern "C" __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) expert_group_mma_##SUFFIX(const GemvPart* parts, int cols, \

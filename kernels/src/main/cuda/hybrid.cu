@@ -225,15 +225,16 @@ extern "C" __global__ void gdn_halo(const float* qkv, int channels, int hist, in
 // head in shared memory. (A warp per column group over all of dk, the previous form, kept one warp per SM in
 // flight at decode: 25 us a layer for 2 MB of state.)
 #define GDN_RULE_WARPS 16
-#define GDN_RULE_ROWS (GDN_MAX_KEY_DIM / GDN_RULE_WARPS)
-static_assert(GDN_MAX_KEY_DIM <= 32 * GDN_RULE_WARPS, "gated_delta_rule: a thread a key row's q and k");
+#define GDN_STEP_WARPS 4
+#define GDN_STEP_KEY_DIM 128
+static_assert(GDN_MAX_KEY_DIM <= 32 * GDN_RULE_WARPS && GDN_STEP_KEY_DIM <= 32 * GDN_STEP_WARPS, "gated_delta_rule: a thread a key row's q and k");
 // rowStates: null, or a decode batch (gridDim.z = n): row t = blockIdx.z is one token of its own sequence, whose state
 // is rowStates[t] (each row's arithmetic is its launch alone).
-extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_rule(const float* q, const float* k, const float* v,
-        const float* decay, const float* beta, int n, int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out,
-        const i64* rowStates) {
+template <int WARPS, int ROWS>
+__device__ __forceinline__ void delta_rule(const float* q, const float* k, const float* v, const float* decay, const float* beta, int n,
+        int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out, const i64* rowStates) {
     __shared__ float qs[GDN_MAX_KEY_DIM], ks[GDN_MAX_KEY_DIM];
-    __shared__ float part[2][GDN_RULE_WARPS][32];
+    __shared__ float part[2][WARPS][32];
     int h = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int t0 = 0, t1 = n;   // the rows this block runs
     if (rowStates) {
@@ -246,10 +247,10 @@ extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_ru
     bool col = j < dv;
     float* S = state + (i64) h * dk * dv;
     i64 qkCols = (i64) keyHeads * dk, vCols = (i64) valueHeads * dv;
-    float s[GDN_RULE_ROWS];   // S[warp + GDN_RULE_WARPS r][j]; 0 past dk or dv
+    float s[ROWS];   // S[warp + WARPS r][j]; 0 past dk or dv
 #pragma unroll
-    for (int r = 0; r < GDN_RULE_ROWS; r++) {
-        int i = warp + GDN_RULE_WARPS * r;
+    for (int r = 0; r < ROWS; r++) {
+        int i = warp + WARPS * r;
         s[r] = col && i < dk ? S[(i64) i * dv + j] : 0.f;
     }
     // row t's inputs are loaded while row t - 1 runs (thread i < dk its q and k element: dk <= GDN_MAX_KEY_DIM <= blockDim)
@@ -275,8 +276,8 @@ extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_ru
         __syncthreads();
         float kv = 0.f;
 #pragma unroll
-        for (int r = 0; r < GDN_RULE_ROWS; r++) {
-            int i = warp + GDN_RULE_WARPS * r;
+        for (int r = 0; r < ROWS; r++) {
+            int i = warp + WARPS * r;
             if (i < dk) {
                 s[r] *= e;
                 kv += s[r] * ks[i];
@@ -286,12 +287,12 @@ extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_ru
         __syncthreads();
         kv = 0.f;
 #pragma unroll
-        for (int w = 0; w < GDN_RULE_WARPS; w++) kv += part[0][w][lane];
+        for (int w = 0; w < WARPS; w++) kv += part[0][w][lane];
         float delta = col ? (vt - kv) * b : 0.f;
         float o = 0.f;
 #pragma unroll
-        for (int r = 0; r < GDN_RULE_ROWS; r++) {
-            int i = warp + GDN_RULE_WARPS * r;
+        for (int r = 0; r < ROWS; r++) {
+            int i = warp + WARPS * r;
             if (i < dk) {
                 s[r] += ks[i] * delta;
                 o += s[r] * qs[i];
@@ -302,15 +303,33 @@ extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_ru
         if (warp == 0 && col) {
             o = 0.f;
 #pragma unroll
-            for (int w = 0; w < GDN_RULE_WARPS; w++) o += part[1][w][lane];
+            for (int w = 0; w < WARPS; w++) o += part[1][w][lane];
             out[t * vCols + (i64) h * dv + j] = o;
         }
     }
 #pragma unroll
-    for (int r = 0; r < GDN_RULE_ROWS; r++) {
-        int i = warp + GDN_RULE_WARPS * r;
+    for (int r = 0; r < ROWS; r++) {
+        int i = warp + WARPS * r;
         if (col && i < dk) S[(i64) i * dv + j] = s[r];
     }
+}
+
+
+extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_rule(const float* q, const float* k, const float* v,
+        const float* decay, const float* beta, int n, int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out,
+        const i64* rowStates) {
+    delta_rule<GDN_RULE_WARPS, GDN_MAX_KEY_DIM / GDN_RULE_WARPS>(q, k, v, decay, beta, n, keyHeads, valueHeads, dk, dv, scale, state, out, rowStates);
+}
+
+// gated_delta_rule for a decode row or a decode batch's rows (dk <= GDN_STEP_KEY_DIM) with GDN_STEP_WARPS warps a block,
+// each holding dk / GDN_STEP_WARPS state rows of the block's 32 columns: a decode row's blocks each do little (load their
+// 16 KB of state, one step, store it), and 16 warps of 62 registers let two blocks an SM (four waves of a 35B batch-8
+// step's 1024 blocks: 27.6 us a launch); 4 warps of 78 let six (13.8 us). One row's 128 blocks are slower on it (5.3 us
+// against 4.3) but run it too: a batch's row sums as the row alone does (over 4 warps' partials).
+extern "C" __global__ void __launch_bounds__(32 * GDN_STEP_WARPS) gated_delta_step(const float* q, const float* k, const float* v,
+        const float* decay, const float* beta, int n, int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out,
+        const i64* rowStates) {
+    delta_rule<GDN_STEP_WARPS, GDN_STEP_KEY_DIM / GDN_STEP_WARPS>(q, k, v, decay, beta, n, keyHeads, valueHeads, dk, dv, scale, state, out, rowStates);
 }
 
 // ---- The gated delta rule of a prefill in transformers' chunked form (torch_chunk_gated_delta_rule) ----

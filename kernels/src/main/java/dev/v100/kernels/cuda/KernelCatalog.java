@@ -116,6 +116,12 @@ public final class KernelCatalog {
     public static final int GDN_MAX_KEY_DIM = 256;
     /** gated_delta_rule: threads per block (hybrid.cu GDN_RULE_WARPS warps over the key rows of 32 state columns). */
     public static final int GDN_RULE_THREADS = 512;
+    /**
+     * gated_delta_step (hybrid.cu): the delta rule of a decode row or a decode batch's rows, blocks of this many threads,
+     * for key head dims up to GDN_STEP_KEY_DIM (larger: gated_delta_rule).
+     */
+    public static final int GDN_STEP_THREADS = 128;
+    public static final int GDN_STEP_KEY_DIM = 128;
     /** The chunked delta rule (hybrid.cu gdn_chunk_prep / gdn_chunk_scan): rows a chunk (transformers' chunk_size). */
     public static final int GDN_CHUNK_ROWS = 64;
     /** gdn_chunk_prep: threads per block (a 4 x 4 tile of a chunk's 64 x 64 products each). */
@@ -243,6 +249,7 @@ public final class KernelCatalog {
         }
         add("hybrid", "moe_output_norm", NORM_MAX_THREADS, 0);
         add("hybrid", "gated_delta_rule", GDN_RULE_THREADS, 0);
+        add("hybrid", "gated_delta_step", GDN_STEP_THREADS, 0);
         add("hybrid", "gdn_chunk_prep", GDN_PREP_THREADS, 0);
         add("hybrid", "gdn_chunk_scan", GDN_SCAN_THREADS, 0);
     }

@@ -468,6 +468,7 @@ class CudaHybridOpsTest {
                 wantGroups[4 * g] = e;
                 wantGroups[4 * g + 1] = k;
                 wantGroups[4 * g + 2] = Math.min(dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS, at - k);
+                wantGroups[4 * g + 3] = (k - first) / dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS;   // the run's index
             }
         }
         assertEquals(slots, at, what + ": every id names an expert");
