@@ -288,8 +288,9 @@ class CudaHybridOpsTest {
             gpu.moeGroupMma = false;   // (the tensor-core groups: groupedExpertMmaIsTheRoundedProduct)
             SplittableRandom r = new SplittableRandom(39);
             // {12, 4, 37}: its third (12 tokens, 48 slots) is a decode batch's size: per slot however many slots an expert;
-            // {12, 4, 300}: 1200 slots, moe_group's ids in two tiles
-            for (int[] c : new int[][] {{12, 4, 130, 1}, {12, 4, 37, 0}, {256, 8, 64, 1}, {12, 4, 300, 1}}) {
+            // {12, 4, 300}: 1200 slots, 38 a warp's segment of moe_group; {300, 4, 160}: more experts than its warp counts
+            // take (MOE_GROUP_WARP_EXPERTS), its walk of every id a tile at a time
+            for (int[] c : new int[][] {{12, 4, 130, 1}, {12, 4, 37, 0}, {256, 8, 64, 1}, {12, 4, 300, 1}, {300, 4, 160, 1}}) {
                 int experts = c[0], topK = c[1], capacity = c[2];
                 boolean skew = c[3] == 1;
                 for (String kind : new String[] {"q8_0", "q4_K", "q6_K", "w4a16"})
