@@ -1486,32 +1486,32 @@ extern "C" __global__ void __launch_bounds__(EXPERT_GROUP_PREP_THREADS) expert_g
 // the 35B's prefill chunk holds 16 slots on average), each 8-slot group an n-tile with its own x and scales as
 // expert_group_prep wrote them. A slot's sums are the same whichever tile or run it is in.
 #define EXPERT_GROUP_TILES 4
-template <class Q>
+template <class Q, int TILES>
 __device__ __forceinline__ void expert_group_mma_impl(const GemvPart* parts, int cols, const h16* xg, const int* order, const int4* groups) {
     const GemvPart& p = parts[blockIdx.z];
     i64 r0 = (i64) blockIdx.x * GEMV_MMA_ROWS;
     if (r0 >= p.rows) return;   // the grid of a part with more rows
     int4 g = groups[blockIdx.y];
-    if (g.z <= 0 || g.w % EXPERT_GROUP_TILES != 0) return;   // past the last group, or inside another block's run
+    if (g.z <= 0 || g.w % TILES != 0) return;   // past the last group, or inside another block's run
     int nt = 1;   // the run: this group and the next ones of its expert (full groups of GEMV_MAX_N but the expert's last)
-    while (nt < EXPERT_GROUP_TILES && blockIdx.y + nt < gridDim.y && groups[blockIdx.y + nt].x == g.x && groups[blockIdx.y + nt].z > 0) nt++;
+    while (nt < TILES && blockIdx.y + nt < gridDim.y && groups[blockIdx.y + nt].x == g.x && groups[blockIdx.y + nt].z > 0) nt++;
     int n = GEMV_MAX_N * (nt - 1) + groups[blockIdx.y + nt - 1].z;
-    __shared__ int slot[GEMV_MAX_N * EXPERT_GROUP_TILES];
-    if (threadIdx.x < GEMV_MAX_N * EXPERT_GROUP_TILES) slot[threadIdx.x] = order[g.y + min((int) threadIdx.x, n - 1)];
+    __shared__ int slot[GEMV_MAX_N * TILES];
+    if (threadIdx.x < GEMV_MAX_N * TILES) slot[threadIdx.x] = order[g.y + min((int) threadIdx.x, n - 1)];
     __syncthreads();
     ExpertGroupRows tr{nullptr, 0, p.y, p.rows, slot, slot};
     WView w = expert_view(p, g.x, cols);
     i64 stride = 8 * (i64) cols + 16;
-    gemv_mma_rows_impl<Q, GEMV_MMA_WARPS, ExpertGroupRows, EXPERT_GROUP_TILES>(w, xg + (i64) blockIdx.y * stride, n, p.rows, r0, tr, 1.f, stride);
+    gemv_mma_rows_impl<Q, GEMV_MMA_WARPS, ExpertGroupRows, TILES>(w, xg + (i64) blockIdx.y * stride, n, p.rows, r0, tr, 1.f, stride);
 }
-#define EXPERT_GROUP_MMA(SUFFIX, Q)                                                                                        \
+#define EXPERT_GROUP_MMA(SUFFIX, Q, TILES)                                                                                 \
     extern "C" __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS) expert_group_mma_##SUFFIX(const GemvPart* parts, int cols, \
             const h16* xg, const int* order, const int4* groups) {                                                      \
-        expert_group_mma_impl<Q>(parts, cols, xg, order, groups);                                                        \
+        expert_group_mma_impl<Q, TILES>(parts, cols, xg, order, groups);                                                 \
     }
-EXPERT_GROUP_MMA(q4_K, MmaQ4k)
-EXPERT_GROUP_MMA(w4a16, MmaW4a16)
-EXPERT_GROUP_MMA(q8_0, MmaQ8)
+EXPERT_GROUP_MMA(q4_K, MmaQ4k, EXPERT_GROUP_TILES)
+EXPERT_GROUP_MMA(w4a16, MmaW4a16, EXPERT_GROUP_TILES)
+EXPERT_GROUP_MMA(q8_0, MmaQ8, 1)
 
 EXPERT_GEMV(f32, WT_F32)
 EXPERT_GEMV(f16, WT_F16)

@@ -323,9 +323,9 @@ extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_ru
 
 // gated_delta_rule for a decode row or a decode batch's rows (dk <= GDN_STEP_KEY_DIM) with GDN_STEP_WARPS warps a block,
 // each holding dk / GDN_STEP_WARPS state rows of the block's 32 columns: a decode row's blocks each do little (load their
-// 16 KB of state, one step, store it), and 16 warps of 62 registers let two blocks an SM (four waves of a 35B batch-8
-// step's 1024 blocks: 27.6 us a launch); 4 warps of 78 let six (13.8 us). One row's 128 blocks are slower on it (5.3 us
-// against 4.3) but run it too: a batch's row sums as the row alone does (over 4 warps' partials).
+// 16 KB of state, one step, store it), and 16 warps of 62 registers let two blocks an SM (on the H200's 132 SMs four
+// waves of a 35B batch-8 step's 1024 blocks: 27.6 us a launch); 4 warps of 78 let six (13.8 us). One row's 128 blocks
+// are slower on it (5.3 us against 4.3) but run it too: a batch's row sums as the row alone does (over 4 warps' partials).
 extern "C" __global__ void __launch_bounds__(32 * GDN_STEP_WARPS) gated_delta_step(const float* q, const float* k, const float* v,
         const float* decay, const float* beta, int n, int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out,
         const i64* rowStates) {

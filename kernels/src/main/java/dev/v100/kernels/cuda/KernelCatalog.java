@@ -130,9 +130,10 @@ public final class KernelCatalog {
     public static final int GDN_SCAN_THREADS = 256;
     public static final int GDN_SCAN_COLS = 16;
     /**
-     * A prefill's delta rule runs chunked from this many rows on (fewer, and decode: gated_delta_rule row by row, ~1 us a
-     * row on the 35B against ~60 us for one chunk's prep and scan; the threshold is that estimate, not a measured
-     * crossover), in launch pairs of at most {@link #GDN_PIECE_ROWS} rows (the scratch's bound).
+     * A prefill's delta rule runs chunked from this many rows on (fewer: gated_delta_rule row by row, ~1 us a row on the
+     * 35B's 512-row chunk; decode rows: gated_delta_step), in launch pairs of at most {@link #GDN_PIECE_ROWS} rows (the
+     * scratch's bound). 32 is a guess near where one chunk's prep and scan cost what its rows one by one do, not a
+     * measured crossover.
      */
     public static final int GDN_CHUNKED_MIN_ROWS = 32;
     public static final int GDN_PIECE_ROWS = 512;

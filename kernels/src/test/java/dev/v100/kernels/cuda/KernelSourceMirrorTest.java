@@ -121,6 +121,13 @@ class KernelSourceMirrorTest {
         Map<String, Integer> d = mirrors("hybrid.cu", Map.of("GDN_MAX_KEY_DIM", KernelCatalog.GDN_MAX_KEY_DIM, "CONV_MAX_KERNEL", KernelCatalog.CONV_MAX_KERNEL));
         assertEquals(KernelCatalog.GDN_RULE_THREADS, 32 * define(d, "GDN_RULE_WARPS", "hybrid.cu"), "gated_delta_rule's threads");
         assertEquals(0, KernelCatalog.GDN_MAX_KEY_DIM % define(d, "GDN_RULE_WARPS", "hybrid.cu"), "key rows split evenly over the warps");
+        assertEquals(KernelCatalog.GDN_STEP_THREADS, 32 * define(d, "GDN_STEP_WARPS", "hybrid.cu"), "gated_delta_step's threads");
+        assertEquals(KernelCatalog.GDN_STEP_KEY_DIM, define(d, "GDN_STEP_KEY_DIM", "hybrid.cu"), "gated_delta_step's largest key dim");
+        // the chunked rule's launch geometry and scratch (KernelCatalog.gdnChunkScratchBytes) follow these
+        assertEquals(KernelCatalog.GDN_CHUNK_ROWS, define(d, "GDN_CHUNK", "hybrid.cu"), "rows a chunk");
+        assertEquals(KernelCatalog.GDN_PREP_THREADS, define(d, "GDN_PREP_THREADS", "hybrid.cu"), "gdn_chunk_prep's threads");
+        assertEquals(KernelCatalog.GDN_SCAN_THREADS, define(d, "GDN_SCAN_THREADS", "hybrid.cu"), "gdn_chunk_scan's threads");
+        assertEquals(KernelCatalog.GDN_SCAN_COLS, define(d, "GDN_SCAN_COLS", "hybrid.cu"), "gdn_chunk_scan's state columns a block");
     }
 
     /** KernelCatalog.gemvX16ItemElems (which expert kernel takes a stack) is each x16 type's item size in gemv.cu: 2^Q::SHIFT. */

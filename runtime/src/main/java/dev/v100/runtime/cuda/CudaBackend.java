@@ -1555,7 +1555,8 @@ public final class CudaBackend implements Backend {
 
     /** Whether a sequence's n rows run the chunked delta rule: enough rows, a geometry it takes, q and k 16-byte aligned. */
     private boolean chunkedDeltaRule(int n, CudaLinearState s, Buffer q, Buffer k) {
-        return gdnChunked && n >= Math.max(1, gdnChunkedMinRows) && KernelCatalog.gdnChunkedTakes(s.keyHeadDim, s.valueHeadDim)
+        // (never one row: a decode row stays on gated_delta_step, as the same row in a batch, whatever the knob says)
+        return gdnChunked && n >= Math.max(2, gdnChunkedMinRows) && KernelCatalog.gdnChunkedTakes(s.keyHeadDim, s.valueHeadDim)
                 && buf(q).address % 16 == 0 && buf(k).address % 16 == 0;
     }
 

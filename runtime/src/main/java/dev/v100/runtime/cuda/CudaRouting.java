@@ -14,7 +14,7 @@ final class CudaRouting implements MoeRouting {
     final long ids;       // int [capacity * topK]
     final long weights;   // float [capacity * topK]
     final long order;     // int [capacity * topK]: the slots by expert (0 when no routing of this capacity is ever grouped)
-    final long groups;    // int4 [maxGroups(capacity)]: (expert, first index into order, count, 0)
+    final long groups;    // int4 [maxGroups(capacity)]: (expert, first index into order, count, the run's index within its expert)
     int tokens;
     /** Whether the last route also grouped the slots (KernelCatalog.moeGrouped): the expert GEMVs then run by group. */
     boolean grouped;

@@ -533,7 +533,7 @@ class CudaHybridOpsTest {
     void decodeBatchRowsAreEachRowAlone() {
         try (CudaBackend gpu = backend("hybrid-gdn-rows")) {
             SplittableRandom r = new SplittableRandom(41);
-            for (int dk : new int[] {128, 48}) {
+            for (int dk : new int[] {128, 48, 256}) {   // 256: past gated_delta_step's key dims, gated_delta_rule's rows
                 int hk = 2, hv = 4, dv = 64, kernel = 4, qk = hk * dk, vCols = hv * dv, channels = 2 * qk + vCols, rows = 3;
                 float scale = (float) (1 / Math.sqrt(dk));
                 Weight conv = gpu.weight("blk.0.ssm_conv1d.weight", GgmlType.F16, new long[] {channels, kernel}, f16Bytes(halves(r, channels * kernel, 1)));
@@ -580,7 +580,8 @@ class CudaHybridOpsTest {
      * The chunked delta rule (gdn_chunk_prep + gdn_chunk_scan) against the reference recurrence and against the GPU's
      * row-by-row kernel: chunks cut short, several chunks, more rows than one launch pair takes (GDN_PIECE_ROWS), key dims
      * that are not whole 32-column slices, value dims that are not whole 16-column groups, GQA, state carried into decode
-     * steps and further prefills; a short prefill below the threshold stays on gated_delta_rule.
+     * steps (gated_delta_step) and further prefills, the last chunked prefill's state through one more decode step; a key
+     * dim the chunked kernels do not take runs row by row.
      */
     @Test
     void chunkedDeltaRuleIsTheRecurrence() {
@@ -588,7 +589,8 @@ class CudaHybridOpsTest {
         try (CudaBackend gpu = backend("hybrid-gdn-chunked")) {
             SplittableRandom r = new SplittableRandom(43);
             gpu.gdnChunkedMinRows = 2;
-            for (int[] geo : new int[][] {{2, 4, 8, 8}, {1, 2, 128, 128}, {2, 6, 12, 20}, {1, 1, 256, 24}, {2, 4, 36, 48}}) {
+            // {1, 2, 6, 8}: a key dim the chunked kernels do not take (not a multiple of 4): row by row, whatever the rows
+            for (int[] geo : new int[][] {{2, 4, 8, 8}, {1, 2, 128, 128}, {2, 6, 12, 20}, {1, 1, 256, 24}, {2, 4, 36, 48}, {1, 2, 6, 8}}) {
                 int hk = geo[0], hv = geo[1], dk = geo[2], dv = geo[3];
                 float scale = (float) (1 / Math.sqrt(dk));
                 float[] aLog = halves(r, hv, 0.5), dt = halves(r, hv, 0.5);
@@ -600,7 +602,7 @@ class CudaHybridOpsTest {
                         gpu.allocate("g", piece, hv), gpu.allocate("b", piece, hv), scale, gpu.allocateLinearState(channels, 4, hv, dk, dv), 0,
                         gpu.allocate("o", piece, hv * dv));
                 int pos = 0;
-                for (int n : new int[] {37, 1, 64, 65, 1, 700, 1, 130}) {
+                for (int n : new int[] {37, 1, 64, 65, 1, 700, 1, 130, 1}) {
                     String what = "hk " + hk + " hv " + hv + " dk " + dk + " dv " + dv + ", " + n + " rows at " + pos;
                     float[] q = halves(r, n * hk * dk, 1), k = halves(r, n * hk * dk, 1), v = halves(r, n * hv * dv, 1);
                     float[] al = halves(r, n * hv, 1), be = halves(r, n * hv, 1);
@@ -614,7 +616,8 @@ class CudaHybridOpsTest {
                     cpu.gatedDeltaRule(c[0], c[1], c[2], c[3], c[4], scale, cs, pos, co);
                     long before = gpu.device.issued();
                     gpu.gatedDeltaRule(g[0], g[1], g[2], g[3], g[4], scale, chunked, pos, go);
-                    int pieces = n >= gpu.gdnChunkedMinRows ? 2 * ((n + piece - 1) / piece) : 1;
+                    boolean chunks = n >= gpu.gdnChunkedMinRows && KernelCatalog.gdnChunkedTakes(dk, dv);
+                    int pieces = chunks ? 2 * ((n + piece - 1) / piece) : 1;
                     assertEquals(pieces + (pos == 0 ? 1 : 0), gpu.device.issued() - before, what + ": launches (a prep and a scan a piece)");
                     gpu.gdnChunked = false;
                     gpu.gatedDeltaRule(g[0], g[1], g[2], g[3], g[4], scale, rowWise, pos, gr);
