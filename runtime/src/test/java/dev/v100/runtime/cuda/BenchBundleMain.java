@@ -32,14 +32,14 @@ public final class BenchBundleMain {
             type = GgmlType.byName(args[1]);
         }
         if (args[2].equals("qwen36-35B-A3B")) {
-            if (group > 0) throw new IllegalArgumentException("qwen36-35B-A3B: a ggml type (W4A16 is not written for it)");
             for (int i = 3; i < args.length; i++) {
                 String[] l = args[i].split("x");
                 int tp = Integer.parseInt(l[0]);
                 if (!l[1].equals("1")) throw new IllegalArgumentException("qwen36-35B-A3B: pp 1 only, not " + args[i]);
+                if (group > 0 && tp != 1) throw new IllegalArgumentException("qwen36-35B-A3B in W4A16: tp 1 only, not " + args[i]);
                 Path out = Path.of(args[0] + "-tp" + tp + "pp1");
                 long t0 = System.nanoTime();
-                HybridBundles.write(out, HybridBundles.qwen36_35bA3b(), type, 1, tp);
+                HybridBundles.write(out, HybridBundles.qwen36_35bA3b(), type, 1, tp, group);
                 System.out.printf(Locale.ROOT, "wrote %s (%s geometry, %s, tp %d) in %.1f s%n", out, args[2], args[1], tp, (System.nanoTime() - t0) / 1e9);
             }
             return;

@@ -8,6 +8,7 @@ import dev.v100.formats.bundle.BundleWriter;
 import dev.v100.formats.bundle.Checksums;
 import dev.v100.formats.bundle.ModelConfig;
 import dev.v100.formats.ggml.GgmlType;
+import dev.v100.formats.w4a16.W4A16Layout;
 import dev.v100.kernels.ref.RandomBlocks;
 
 import java.lang.foreign.MemorySegment;
@@ -16,6 +17,7 @@ import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
 
@@ -76,8 +78,28 @@ public final class HybridBundles {
         return Fill.MATRIX;
     }
 
-    /** One rank's stored part of a tensor, placed in its data file. */
-    record Part(TensorSpec spec, GgmlType type, BundleManifest.Slice slice, long[] storedShape, long offset, long bytes) {}
+    /**
+     * The layer matrices an int4 checkpoint quantizes (the golden fixtures' set, golden-tests/fixtures/generate.py):
+     * attention q/k/v/o, the GDN's in_proj_qkv, in_proj_z and out_proj, the routed and the shared experts; the router,
+     * the shared-expert gate, the GDN's small in_proj_a/b, the embedding and the head stay 16-bit.
+     */
+    static boolean int4Quantized(TensorSpec t) {
+        String n = t.name();
+        if (!n.startsWith("blk.") || fillOf(t) != Fill.MATRIX) return false;
+        return n.endsWith(".attn_q.weight") || n.endsWith(".attn_k.weight") || n.endsWith(".attn_v.weight") || n.endsWith(".attn_output.weight")
+                || n.endsWith(".attn_qkv.weight") || n.endsWith(".attn_gate.weight") || n.endsWith(".ssm_out.weight")
+                || n.endsWith("_exps.weight") || n.endsWith("_shexp.weight") && !n.endsWith("ffn_gate_inp_shexp.weight");
+    }
+
+    /** One rank's stored part of a tensor, placed in its data file (quant: the W4A16 layout's group, else null). */
+    record Part(TensorSpec spec, GgmlType type, BundleManifest.Slice slice, long[] storedShape, long offset, long bytes, Map<String, Object> quant) {
+        /** The W4A16 geometry of a quantized part: every dim but the last as rows. */
+        W4A16Layout.Geometry w4a16() {
+            long rows = 1;
+            for (int i = 0; i < storedShape.length - 1; i++) rows *= storedShape[i];
+            return new W4A16Layout.Geometry(rows, storedShape[storedShape.length - 1], ((Number) quant.get(W4A16Layout.QUANT_GROUP_SIZE)).intValue());
+        }
+    }
 
     /**
      * Writes the bundle of config c cut for tp (pp 1) with every matrix and expert stack stored as type: the
@@ -85,6 +107,16 @@ public final class HybridBundles {
      * it as it reads a converted checkpoint.
      */
     public static Path write(Path dir, ModelConfig c, GgmlType type, long seed, int tp) {
+        return write(dir, c, type, seed, tp, 0);
+    }
+
+    /**
+     * {@link #write(Path, ModelConfig, GgmlType, long, int)}; with {@code w4a16Group} &gt; 0 the matrices an int4
+     * checkpoint quantizes ({@link #int4Quantized}) are stored in the W4A16 layout with that group (random codes, zero
+     * point 8, TestBundles.fillW4A16), an AutoRound or compressed-tensors model as the converter writes it (tp 1).
+     */
+    public static Path write(Path dir, ModelConfig c, GgmlType type, long seed, int tp, int w4a16Group) {
+        if (w4a16Group > 0 && tp != 1) throw new IllegalArgumentException("W4A16 hybrid bundles: tp 1 only, not " + tp);
         List<TensorSpec> specs = new ArrayList<>();
         for (TensorSpec t : new Qwen35Recipe().expectedTensors(c)) if (t.presence() == TensorSpec.Presence.REQUIRED) specs.add(t);
         List<List<Part>> perRank = new ArrayList<>();
@@ -98,8 +130,13 @@ public final class HybridBundles {
                 long elems = 1;
                 for (long x : stored) elems *= x;
                 at = (at + TestBundles.ALIGN - 1) / TestBundles.ALIGN * TestBundles.ALIGN;
-                parts.add(new Part(t, ty, slice, stored, at, ty.bytesFor(elems)));
-                at += ty.bytesFor(elems);
+                Part p = new Part(t, ty, slice, stored, at, ty.bytesFor(elems), null);
+                if (w4a16Group > 0 && int4Quantized(t)) {
+                    p = new Part(t, ty, slice, stored, at, 0, Map.of(W4A16Layout.QUANT_GROUP_SIZE, w4a16Group));
+                    p = new Part(t, ty, slice, stored, at, p.w4a16().totalBytes(), p.quant());
+                }
+                parts.add(p);
+                at += p.bytes();
             }
             perRank.add(parts);
         }
@@ -119,6 +156,11 @@ public final class HybridBundles {
                 long n = p.bytes / p.type.typeSize * p.type.blockSize;
                 long[] shape = p.spec.shape();
                 double magnitude = 1 / Math.sqrt(shape[shape.length - 1]);
+                if (p.quant != null) {
+                    TestBundles.fillW4A16(part, p.w4a16(), magnitude, rnd);
+                    crcs[j] = Checksums.crc32c(part);
+                    return;
+                }
                 switch (fillOf(p.spec)) {
                     case MATRIX -> RandomBlocks.fill(p.type, part, 0, n, p.spec.name().equals("token_embd.weight") ? 1.0 : magnitude, rnd);
                     case GAUSS -> { for (long e = 0; e < n; e++) part.set(F32, 4 * e, (float) (magnitude * rnd.nextGaussian())); }
@@ -133,14 +175,14 @@ public final class HybridBundles {
                 List<BundleManifest.Tensor> tensors = new ArrayList<>();
                 for (int i = 0; i < per; i++) {
                     Part p = perRank.get(r).get(i);
-                    tensors.add(new BundleManifest.Tensor(p.spec.name(), p.spec.layer(), p.type.name(), p.spec.shape(), p.slice, p.storedShape,
-                            null, p.offset, p.bytes, crcs[r * per + i]));
+                    tensors.add(new BundleManifest.Tensor(p.spec.name(), p.spec.layer(), p.quant != null ? W4A16Layout.DTYPE : p.type.name(),
+                            p.spec.shape(), p.slice, p.storedShape, p.quant, p.offset, p.bytes, crcs[r * per + i]));
                 }
                 Part last = perRank.get(r).get(per - 1);
                 ranks.add(new BundleManifest.Rank(r, r, 0, "rank-" + r + ".bin", last.offset + last.bytes, tensors));
             }
             bw.commit(new BundleManifest(BundleManifest.FORMAT_VERSION, "v100 HybridBundles",
-                    new BundleManifest.Source("random", "synthetic", c.architecture(), type.name()), c,
+                    new BundleManifest.Source("random", "synthetic", c.architecture(), w4a16Group > 0 ? "W4A16-g" + w4a16Group : type.name()), c,
                     new BundleManifest.Parallel(tp, 1, ShardPlanner.stages(c.numLayers(), 1)), TestBundles.ALIGN, null,
                     new BundleManifest.Generation(1, List.of(2), null, null, null, null, null, null, null, null), List.of(), ranks));
         }

@@ -56,15 +56,25 @@ class LargeBundlesTest {
         }
     }
 
-    /** The qwen35moe bench writer at a small geometry: loads (checksums verified), runs, routes. */
-    @ParameterizedTest(name = "qwen35moe {0} tp {1}")
-    @CsvSource({"Q8_0, 1", "Q4_0, 2", "F16, 1", "Q8_0, 4"})
-    void hybridMoeLoadsAndRuns(String type, int tp) {
+    /** The qwen35moe bench writer at a small geometry: loads (checksums verified), runs, routes; W4A16 where int4 checkpoints quantize. */
+    @ParameterizedTest(name = "qwen35moe {0} g{2} tp {1}")
+    @CsvSource({"Q8_0, 1, 0", "Q4_0, 2, 0", "F16, 1, 0", "Q8_0, 4, 0", "F16, 1, 32"})
+    void hybridMoeLoadsAndRuns(String type, int tp, int group) {
         dev.v100.formats.bundle.ModelConfig c = HybridBundles.small();
-        Path dir = HybridBundles.write(tmp.resolve("moe"), c, GgmlType.byName(type), 5, tp);
+        Path dir = HybridBundles.write(tmp.resolve("moe"), c, GgmlType.byName(type), 5, tp, group);
         try (Bundle b = Bundle.open(dir)) {
             assertEquals(tp, b.manifest().ranks().size());
             if (tp > 1) assertEquals(crc(b.manifest(), 0, "blk.0.ffn_gate_inp.weight"), crc(b.manifest(), tp - 1, "blk.0.ffn_gate_inp.weight"));
+            java.util.Map<String, String> dtypes = new java.util.HashMap<>();
+            for (BundleManifest.Tensor t : b.manifest().ranks().get(0).tensors()) dtypes.put(t.name(), t.dtype());
+            String int4 = group > 0 ? W4A16Layout.DTYPE : type;
+            for (String q : new String[] {"blk.0.attn_qkv.weight", "blk.0.ssm_out.weight", "blk.3.attn_q.weight", "blk.0.ffn_up_exps.weight",
+                    "blk.0.ffn_down_shexp.weight"}) {
+                assertEquals(int4, dtypes.get(q), q);
+            }
+            // the router and the shared-expert gate stay unquantized (fp32 vectors, as GGUF keeps them)
+            assertEquals("F32", dtypes.get("blk.0.ffn_gate_inp.weight"));
+            assertEquals("F32", dtypes.get("blk.0.ffn_gate_inp_shexp.weight"));
         }
         try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
             float[] logits = model.forward(new int[] {1, 5, 9, 200, 3, 7, 11}, 0, false);
