@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # Baseline for docs/BENCHMARKS.md: Hugging Face transformers' EAGER forward speed for a full-size Llama
-# (LlamaForCausalLM, attn_implementation="eager", random weights, no download, no network), measured the
+# (LlamaForCausalLM) or Qwen3.6-35B-A3B-shaped MoE (Qwen3_5MoeForCausalLM: its Gated-DeltaNet in transformers' torch
+# form, fla absent), attn_implementation="eager", random weights, no download, no network, measured the
 # way our CUDA bench (`v100-run bench BUNDLE --backend cuda`, CudaBench.java) measures ours, so the two
 # tables can stand side by side:
 #   prefill N tokens   N random tokens from position 0 at batch 1 (one forward, use_cache=True, the last
@@ -19,7 +20,9 @@
 # Local smoke test (CPU):
 #   python3 tools/device/hf_eager_bench.py --geometry tiny --device cpu --dtype float32 --prefill 64 \
 #       --decode-steps 8 --batches 1,2 --start 32
-# Options: --geometry llama8B|llama1B|tiny, --device cuda|cpu, --dtype float16|bfloat16|float32,
+#   python3 tools/device/hf_eager_bench.py --geometry qwen35moe-tiny --device cpu --dtype float32 --prefill 64 \
+#       --decode-steps 8 --batches 1,2 --start 32
+# Options: --geometry llama8B|llama1B|tiny|qwen36-35B-A3B|qwen35moe-tiny, --device cuda|cpu, --dtype float16|bfloat16|float32,
 # --prefill 512,4096, --decode-steps 64, --decode-warmup 8, --batches 1,8, --start 512, --seed 7.
 # A measurement that runs out of memory or past max_position_embeddings is printed as "skipped: ...".
 import argparse
@@ -33,6 +36,27 @@ import time
 import torch
 import transformers
 from transformers import LlamaConfig, LlamaForCausalLM
+
+# the hybrid MoE family (Qwen3.5/3.6-MoE: Gated-DeltaNet and gated attention layers, routed + shared experts); an
+# older transformers without it still runs the llama geometries
+try:
+    from transformers import Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
+except ImportError:  # pragma: no cover
+    Qwen3_5MoeForCausalLM = Qwen3_5MoeTextConfig = None
+
+# geometries of the hybrid MoE family (Qwen3_5MoeTextConfig keyword arguments); the rest are Llama's
+MOE_GEOMETRIES = {
+    # Qwen3.6-35B-A3B: transformers' own defaults for Qwen3_5MoeTextConfig are that model's geometry (hidden 2048,
+    # 40 layers three GDN to one attention, 16/2 heads of 256, GDN 16/32 heads of 128, 256 experts top-8 of 512 + a
+    # shared 512, vocab 248320), like our synthetic qwen36-35B-A3B bench bundles
+    "qwen36-35B-A3B": dict(),
+    # quick CPU smoke test of the same architecture
+    "qwen35moe-tiny": dict(vocab_size=512, hidden_size=128, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                           head_dim=32, linear_num_key_heads=4, linear_num_value_heads=8, linear_key_head_dim=32,
+                           linear_value_head_dim=32, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=64,
+                           shared_expert_intermediate_size=64, max_position_embeddings=2048,
+                           layer_types=["linear_attention", "linear_attention", "linear_attention", "full_attention"]),
+}
 
 GEOMETRIES = {
     # Llama-3.2-1B geometry, untied lm_head (like our synthetic llama1B bench bundles)
@@ -76,6 +100,13 @@ def sync(dev):
 
 
 def make_config(geometry, dtype):
+    if geometry in MOE_GEOMETRIES:
+        if Qwen3_5MoeTextConfig is None:
+            raise SystemExit(f"{geometry}: this transformers ({transformers.__version__}) has no Qwen3_5MoeForCausalLM")
+        cfg = Qwen3_5MoeTextConfig(**MOE_GEOMETRIES[geometry], use_cache=True, attn_implementation="eager")
+        cfg._attn_implementation = "eager"
+        cfg.dtype = dtype
+        return cfg
     g = dict(GEOMETRIES[geometry])
     # keep the rope parameters in the form this transformers version expects: v5 reads rope_parameters,
     # older versions rope_theta; passing rope_theta works for both (v5 folds it into rope_parameters)
@@ -94,7 +125,7 @@ def build_model(cfg, dev, dtype):
     torch.set_default_dtype(dtype)
     try:
         with torch.device(dev):
-            model = LlamaForCausalLM(cfg)
+            model = Qwen3_5MoeForCausalLM(cfg) if is_moe(cfg) else LlamaForCausalLM(cfg)
     finally:
         torch.set_default_dtype(old)
     # no model.to(dtype): that would also cast the float32 RoPE inv_freq buffers (from_pretrained keeps them fp32)
@@ -104,6 +135,21 @@ def build_model(cfg, dev, dtype):
     model.eval()
     model.config._attn_implementation = "eager"
     return model
+
+
+def is_moe(cfg):
+    return getattr(cfg, "num_experts", 0) > 0
+
+
+def full_attention_layers(cfg):
+    """Layers with a KV cache: every layer of a Llama, the full-attention ones of the hybrid family."""
+    types = getattr(cfg, "layer_types", None)
+    return sum(1 for t in types if t == "full_attention") if types else cfg.num_hidden_layers
+
+
+def routed_expert_bytes(model):
+    """Bytes of the routed experts' weights (a decode row reads num_experts_per_tok of num_experts of them a layer)."""
+    return sum(p.numel() * p.element_size() for n, p in model.named_parameters() if ".mlp.experts." in n)
 
 
 def device_copy_gbps(dev, iters=10):
@@ -126,7 +172,7 @@ def device_copy_gbps(dev, iters=10):
 
 def main():
     ap = argparse.ArgumentParser(description="transformers eager Llama forward speed, random weights")
-    ap.add_argument("--geometry", required=True, choices=sorted(GEOMETRIES))
+    ap.add_argument("--geometry", required=True, choices=sorted(GEOMETRIES) + sorted(MOE_GEOMETRIES))
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--dtype", default="float16", choices=sorted(DTYPES))
     ap.add_argument("--prefill", type=int_list, default=[512, 4096])
@@ -172,11 +218,21 @@ def main():
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())   # tied ones counted once
     embed = model.get_input_embeddings().weight
     decode_weight_bytes = weight_bytes - embed.numel() * embed.element_size()    # a step reads one row of it
-    kv_bytes_per_pos = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * torch.tensor([], dtype=dtype).element_size()
+    if is_moe(cfg):   # a decode row reads its top-k experts of a layer's (as our bench counts a MoE's step)
+        experts = routed_expert_bytes(model)
+        decode_weight_bytes -= experts - experts * cfg.num_experts_per_tok // cfg.num_experts
+    kv_bytes_per_pos = 2 * full_attention_layers(cfg) * cfg.num_key_value_heads * cfg.head_dim * torch.tensor([], dtype=dtype).element_size()
     vocab, maxpos = cfg.vocab_size, cfg.max_position_embeddings
-    print(f"model: LlamaForCausalLM ({args.geometry}), {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
-          f"intermediate {cfg.intermediate_size}, heads {cfg.num_attention_heads}/{cfg.num_key_value_heads} kv, "
-          f"head_dim {cfg.head_dim}, vocab {vocab}, max positions {maxpos}, {args.dtype}, attention {attn}")
+    if is_moe(cfg):
+        print(f"model: Qwen3_5MoeForCausalLM ({args.geometry}), {cfg.num_hidden_layers} layers ({full_attention_layers(cfg)} full "
+              f"attention), hidden {cfg.hidden_size}, {cfg.num_experts} experts top-{cfg.num_experts_per_tok} of "
+              f"{cfg.moe_intermediate_size} + shared {cfg.shared_expert_intermediate_size}, heads {cfg.num_attention_heads}/"
+              f"{cfg.num_key_value_heads} kv of {cfg.head_dim}, GDN {cfg.linear_num_key_heads}/{cfg.linear_num_value_heads} "
+              f"heads, vocab {vocab}, max positions {maxpos}, {args.dtype}, attention {attn}")
+    else:
+        print(f"model: LlamaForCausalLM ({args.geometry}), {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
+              f"intermediate {cfg.intermediate_size}, heads {cfg.num_attention_heads}/{cfg.num_key_value_heads} kv, "
+              f"head_dim {cfg.head_dim}, vocab {vocab}, max positions {maxpos}, {args.dtype}, attention {attn}")
     print(f"{n_params / 1e9:.3f} B parameters, {weight_bytes / 1e9:.3f} GB of weights "
           f"({decode_weight_bytes / 1e9:.3f} GB without the embedding table); built in {build_s:.2f} s")
     if attn != "eager":
