@@ -9,7 +9,8 @@
 # time limit (together under 10 minutes); STEPS="info tests golden kbench bench trace ktrace" selects steps (e.g. two
 # calls: STEPS="info tests golden", then STEPS="kbench bench hf"), BENCH_SETS="llama8B:Q4_K ..." the bench
 # bundles (GEOMETRY:TYPE, TYPE a ggml type or W4A16-gG; see BenchBundleMain), HF_GEOMETRY the geometry of
-# the transformers eager baseline (step hf: tools/device/hf_eager_bench.py on the same GPU).
+# the transformers eager baseline (step hf: tools/device/hf_eager_bench.py on the same GPU; qwen36-35B-A3B for the
+# MoE, with HF_TIMEOUT=480 seconds: building 70 GB of random fp16 weights and its eager expert loop take longer).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -146,7 +147,7 @@ for s in $STEPS; do
       fi
       ;;
     hf)
-      run_step hf-eager 240 "$OUT/hf-eager-$HF_GEOMETRY.log" python3 tools/device/hf_eager_bench.py --geometry "$HF_GEOMETRY" --device cuda --dtype float16
+      run_step hf-eager "${HF_TIMEOUT:-240}" "$OUT/hf-eager-$HF_GEOMETRY.log" python3 tools/device/hf_eager_bench.py --geometry "$HF_GEOMETRY" --device cuda --dtype float16
       notes[hf-eager]=$(grep -E "^\| decode batch 1" "$OUT/hf-eager-$HF_GEOMETRY.log" | cut -d'|' -f3 | xargs)
       ;;
     *) echo "unknown step $s (info tests golden kbench bench trace ktrace hf)" >&2 ;;
