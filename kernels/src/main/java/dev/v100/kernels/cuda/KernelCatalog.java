@@ -360,8 +360,15 @@ public final class KernelCatalog {
      * for short rows); the tensor-core groups ({@link #expertGroupMmaTakes}) those of fp16 operands, as a prefill chunk's GEMM.
      */
     public static boolean moeGrouped(long tokens, int topK, int experts) {
-        long slots = tokens * topK;
-        return tokens > STEP_MAX_BATCH && slots >= 2L * experts && experts <= MOE_GROUP_THREADS && moeMaxGroups(slots, experts) <= 65535;
+        return moeGroupable(tokens, topK, experts) && moeMaxGroups(tokens * topK, experts) <= 65535;
+    }
+
+    /**
+     * {@link #moeGrouped} but the grid's bound: whether a routing of that many tokens could group at all (a routing's
+     * capacity: CudaRouting then holds moe_group's order and groups; fewer tokens may fit the grid where the capacity does not).
+     */
+    public static boolean moeGroupable(long tokens, int topK, int experts) {
+        return tokens > STEP_MAX_BATCH && tokens * topK >= 2L * experts && experts <= MOE_GROUP_THREADS;
     }
 
     /**

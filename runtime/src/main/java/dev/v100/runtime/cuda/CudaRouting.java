@@ -26,7 +26,7 @@ final class CudaRouting implements MoeRouting {
         this.ids = d.malloc(4L * capacity * topK, "MoE routing ids");
         this.weights = d.malloc(4L * capacity * topK, "MoE routing weights");
         long slots = (long) capacity * topK;
-        boolean groupable = capacity > KernelCatalog.STEP_MAX_BATCH && slots >= 2L * numExperts && numExperts <= KernelCatalog.MOE_GROUP_THREADS;
+        boolean groupable = KernelCatalog.moeGroupable(capacity, topK, numExperts);
         this.order = groupable ? d.malloc(4L * slots, "MoE slots by expert") : 0;
         this.groups = groupable ? d.malloc(16L * KernelCatalog.moeMaxGroups(slots, numExperts), "MoE expert groups") : 0;
     }
