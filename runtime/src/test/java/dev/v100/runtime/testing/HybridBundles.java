@@ -93,12 +93,16 @@ public final class HybridBundles {
 
     /** One rank's stored part of a tensor, placed in its data file (quant: the W4A16 layout's group, else null). */
     record Part(TensorSpec spec, GgmlType type, BundleManifest.Slice slice, long[] storedShape, long offset, long bytes, Map<String, Object> quant) {
-        /** The W4A16 geometry of a quantized part: every dim but the last as rows. */
         W4A16Layout.Geometry w4a16() {
-            long rows = 1;
-            for (int i = 0; i < storedShape.length - 1; i++) rows *= storedShape[i];
-            return new W4A16Layout.Geometry(rows, storedShape[storedShape.length - 1], ((Number) quant.get(W4A16Layout.QUANT_GROUP_SIZE)).intValue());
+            return w4a16Geometry(storedShape, ((Number) quant.get(W4A16Layout.QUANT_GROUP_SIZE)).intValue());
         }
+    }
+
+    /** The W4A16 geometry of a stored shape: every dim but the last as rows. */
+    static W4A16Layout.Geometry w4a16Geometry(long[] stored, int group) {
+        long rows = 1;
+        for (int i = 0; i < stored.length - 1; i++) rows *= stored[i];
+        return new W4A16Layout.Geometry(rows, stored[stored.length - 1], group);
     }
 
     /**
@@ -130,11 +134,9 @@ public final class HybridBundles {
                 long elems = 1;
                 for (long x : stored) elems *= x;
                 at = (at + TestBundles.ALIGN - 1) / TestBundles.ALIGN * TestBundles.ALIGN;
-                Part p = new Part(t, ty, slice, stored, at, ty.bytesFor(elems), null);
-                if (w4a16Group > 0 && int4Quantized(t)) {
-                    p = new Part(t, ty, slice, stored, at, 0, Map.of(W4A16Layout.QUANT_GROUP_SIZE, w4a16Group));
-                    p = new Part(t, ty, slice, stored, at, p.w4a16().totalBytes(), p.quant());
-                }
+                Part p = w4a16Group > 0 && int4Quantized(t)
+                        ? new Part(t, ty, slice, stored, at, w4a16Geometry(stored, w4a16Group).totalBytes(), Map.of(W4A16Layout.QUANT_GROUP_SIZE, w4a16Group))
+                        : new Part(t, ty, slice, stored, at, ty.bytesFor(elems), null);
                 parts.add(p);
                 at += p.bytes();
             }
