@@ -10,7 +10,7 @@
 // (docs/BENCHMARKS.md): the shipped R2 T64 layout stayed, Q4_K took U = 2.
 // The x16 rows also give the layer replayed as one CUDA graph (as the runtime runs a decode step; added in the sixth
 // session, not yet run): one-by-one launches are bound at ~4.2 us each by the launch rate.
-// Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K f16 (all) | prefetch | mma | diag | persist]
+// Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K q5_K f16 (all) | prefetch | mma | diag | persist]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +35,7 @@ LAB(f16, WT_F16)
 LAB(q8_0, WT_Q8_0)
 LAB(q4_K, WT_Q4_K)
 LAB(q6_K, WT_Q6_K)
+LAB(q5_K, WT_Q5_K)
 LAB(w4a16, WT_W4A16)
 typedef void (*Kern)(WEIGHT_PARAMS, const float*, int, float*, int);
 
@@ -113,7 +114,7 @@ struct Q4kWideItem {
             w.lo[k] = a.lo[k]; w.hi[k] = a.hi[k];
             w.lo[4 + k] = v1[k] & 0x0F0F0F0Fu; w.hi[4 + k] = v1[k] & 0xF0F0F0F0u;
         }
-        w.scA = a.scA; w.mA = a.mA; w.scB = a.scB; w.mB = a.mB; w.d = a.d; w.dmin = a.dmin;
+        w.scA = a.k.scA; w.mA = a.k.mA; w.scB = a.k.scB; w.mB = a.k.mB; w.d = a.k.d; w.dmin = a.k.dmin;
         return w;
     }
     static __device__ __forceinline__ float dot(const W& w, const X& x) {
@@ -368,6 +369,7 @@ static i64 rowBytesOf(const std::string& t, int cols) {
     if (t == "q8_0") return cols / 32 * 34LL;
     if (t == "q4_K") return cols / 256 * 144LL;
     if (t == "q6_K") return cols / 256 * 210LL;
+    if (t == "q5_K") return cols / 256 * 176LL;
     return cols / 2;   // w4a16
 }
 
@@ -384,6 +386,7 @@ static Mat make(const std::string& t, int rows, int cols, unsigned seed) {
         if (t == "q8_0") fix_scales<<<1024, 256>>>(m.data, n / 34, 34, 0, -1, 0.002f);
         if (t == "q4_K") fix_scales<<<1024, 256>>>(m.data, n / 144, 144, 0, 2, 0.002f);
         if (t == "q6_K") fix_scales<<<1024, 256>>>(m.data, n / 210, 210, 208, -1, 0.002f);
+        if (t == "q5_K") fix_scales<<<1024, 256>>>(m.data, n / 176, 176, 0, 2, 0.002f);
         if (t == "w4a16") {
             m.groups = cols / 128; m.groupShift = 7;
             i64 g = (i64) rows * m.groups;
@@ -773,7 +776,7 @@ int main(int argc, char** argv) {
         CK(cudaGetLastError());
         return 0;
     }
-    const char* types[] = {"q4_K", "w4a16", "q8_0", "q6_K", "f16"};
+    const char* types[] = {"q4_K", "w4a16", "q8_0", "q6_K", "q5_K", "f16"};
     for (const char* tc : types) {
         std::string t = tc;
         if (only && t != only) continue;
@@ -789,7 +792,7 @@ int main(int argc, char** argv) {
         std::vector<K> ks;
         Kern ref = nullptr;
 #define ADD(SUF) if (t == #SUF) ref = gemv_ref_##SUF, ks = {{"staged", staged_##SUF, GEMV_STAGED_ROWS, 128}, {"direct", direct_##SUF, GEMV_DIRECT_ROWS, 128}};
-        ADD(f16) ADD(q8_0) ADD(q4_K) ADD(q6_K) ADD(w4a16)
+        ADD(f16) ADD(q8_0) ADD(q4_K) ADD(q6_K) ADD(q5_K) ADD(w4a16)
 #define SHIP(SUF, ROWS) if (t == #SUF) ks.insert(ks.begin(), K{"shipped", gemv_##SUF, ROWS, 128});
         SHIP(f16, GEMV_DIRECT_ROWS)
         printf("\n%s: %d layers of %.1f MB (7 matmuls of a Llama-3.1-8B layer)\n", tc, LAYERS, layerBytes / 1e6);
@@ -823,12 +826,13 @@ int main(int argc, char** argv) {
             printf("| %s | %.1f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1e |\n", k.name.c_str(), all, layerBytes / (all / 1e6) / 1e9, qo / 2,
                    kv / 2, gu / 2, dn, worst);
         }
-        if (t == "q4_K" || t == "w4a16" || t == "q8_0" || t == "q6_K") {   // x quantized once per input (4 launches a layer) + an x16 GEMV
+        if (t == "q4_K" || t == "w4a16" || t == "q8_0" || t == "q6_K" || t == "q5_K") {   // x quantized once per input (4 launches a layer) + an x16 GEMV
             unsigned char* xq;
             CK(cudaMalloc(&xq, 3 * 14336));
             auto quant = [&](int K) { gemv_x16_quantize<<<(K / 32 + 3) / 4, 128, 0, s>>>(x, K, 1, xq); };
             std::vector<X16Variant> vs = t == "q4_K" ? q4k_variants() : t == "w4a16" ? x16_variants<W4a16Item>(gemv_x16_w4a16)
-                                       : t == "q8_0" ? x16_variants<Q8_0Item>(gemv_x16_q8_0) : x16_variants<Q6kItem>(gemv_x16_q6_K);
+                                       : t == "q8_0" ? x16_variants<Q8_0Item>(gemv_x16_q8_0)
+                                       : t == "q5_K" ? x16_variants<Q5kItem>(gemv_x16_q5_K) : x16_variants<Q6kItem>(gemv_x16_q6_K);
             for (const X16Variant& v : vs) {
                 auto run = [&](const Mat& m) {
                     int grid = (m.rows + v.rowsPerBlock - 1) / v.rowsPerBlock;

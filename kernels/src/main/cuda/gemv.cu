@@ -431,13 +431,34 @@ __device__ __forceinline__ Q4kX q4k_x(const unsigned char* xq, int K, int uA, in
                 __ldg(x.scale + uA), __ldg(x.scale + uA + 1), __ldg(x.sum16 + 2 * uA + h), __ldg(x.sum16 + 2 * uA + 2 + h)};
 }
 
-// One weight row's item: its codes as v & 0x0F0F0F0F (lo, unit A) and v & 0xF0F0F0F0 (hi: 16 times unit B's codes,
-// left in place: the sums are 16 times the codes' and are shifted back exactly, one shift instead of one a word),
-// the two sub-blocks' scales and mins (scale_min_k4 from the 12 scale bytes in hd.y, hd.z, hd.w), d and dmin
-struct Q4kW {
-    unsigned lo[4], hi[4];
+// Sub-blocks 2jj and 2jj + 1 of a K-quant super-block (Q4_K, Q5_K): their 6-bit scales and mins (ggml's
+// get_scale_min_k4) from the 12 scale bytes in hd.y, hd.z, hd.w of the 16-byte header hd (d, dmin, scales[12]), d and dmin.
+// jj < 2: the 6 bits in bytes jj of the first two groups of 4, else 4 + 2 bits from the third group and the first two;
+// both formed and one selected (lanes of a warp take both: no branch)
+struct KScales {
     int scA, mA, scB, mB;
     float d, dmin;
+};
+__device__ __forceinline__ KScales k_scales(uint4 hd, int jj) {
+    int sh = 16 * (jj & 1);
+    unsigned e0 = hd.y >> sh, e4 = hd.z >> sh, e8 = hd.w >> sh;
+    bool first = jj < 2;
+    KScales k;
+    k.scA = first ? e0 & 63 : (e8 & 15) | (((e0 >> 6) & 3) << 4);
+    k.scB = first ? (e0 >> 8) & 63 : ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
+    k.mA = first ? e4 & 63 : ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4);
+    k.mB = first ? (e4 >> 8) & 63 : ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
+    k.d = h2f((h16) (hd.x & 0xffffu));
+    k.dmin = h2f((h16) (hd.x >> 16));
+    return k;
+}
+
+// One weight row's item: its codes as v & 0x0F0F0F0F (lo, unit A) and v & 0xF0F0F0F0 (hi: 16 times unit B's codes,
+// left in place: the sums are 16 times the codes' and are shifted back exactly, one shift instead of one a word),
+// the two sub-blocks' scales and mins
+struct Q4kW {
+    unsigned lo[4], hi[4];
+    KScales k;
 };
 __device__ __forceinline__ Q4kW q4k_w(const unsigned char* row, int sb, int jj, int h) {
     const unsigned char* b = row + 144 * sb;
@@ -450,18 +471,14 @@ __device__ __forceinline__ Q4kW q4k_w(const unsigned char* row, int sb, int jj, 
         w.lo[k] = v[k] & 0x0F0F0F0Fu;
         w.hi[k] = v[k] & 0xF0F0F0F0u;
     }
-    // sub-blocks 2jj, 2jj + 1: jj < 2 their 6 bits in bytes jj of the first two groups of 4, else 4 + 2 bits
-    // from the third group and the first two; both formed and one selected (lanes of a warp take both: no branch)
-    int sh = 16 * (jj & 1);
-    unsigned e0 = hd.y >> sh, e4 = hd.z >> sh, e8 = hd.w >> sh;
-    bool first = jj < 2;
-    w.scA = first ? e0 & 63 : (e8 & 15) | (((e0 >> 6) & 3) << 4);
-    w.scB = first ? (e0 >> 8) & 63 : ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
-    w.mA = first ? e4 & 63 : ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4);
-    w.mB = first ? (e4 >> 8) & 63 : ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
-    w.d = h2f((h16) (hd.x & 0xffffu));
-    w.dmin = h2f((h16) (hd.x >> 16));
+    w.k = k_scales(hd, jj);
     return w;
+}
+
+// sum q x16 of an item's two units as Q4_K and Q5_K take them: ia, ib (256 * hi + lo dp4a sums of units A and B) in
+// int32, then the sub-blocks' scales and mins
+__device__ __forceinline__ float k_item_dot(const KScales& k, int ia, int ib, const Q4kX& x) {
+    return k.d * ((float) (k.scA * ia) * x.sA + (float) (k.scB * ib) * x.sB) - k.dmin * ((float) k.mA * x.qA + (float) k.mB * x.qB);
 }
 
 struct Q4kItem {
@@ -484,8 +501,54 @@ struct Q4kItem {
             bh = dp4_uhi(w.hi[k], x.hB[k], bh); bl = dp4_lo(w.hi[k], x.lB[k], bl);
         }
         int b = (256 * bh + bl) >> 4;   // exact: 16 times unit B's sum (|16 sum| < 2^27)
-        return w.d * ((float) (w.scA * (256 * ah + al)) * x.sA + (float) (w.scB * b) * x.sB)
-             - w.dmin * ((float) w.mA * x.qA + (float) w.mB * x.qB);
+        return k_item_dot(w.k, 256 * ah + al, b, x);
+    }
+};
+
+// Q5_K (176-byte super-blocks: d, dmin, scales[12], qh[32], qs[128]): an item is Q4_K's (qs bytes 32 jj + 16 h .. + 16
+// of super-block it / 8: the same elements, x16 and scales), each code's fifth bit from qh bytes 16 h .. + 16, bit 2 jj
+// for unit A and 2 jj + 1 for unit B (ggml's dequantize_row_q5_K); the codes 0..31 as bytes, both units' in the low 5
+// bits (no room for Q4_K's 16 times the codes)
+struct Q5kW {
+    unsigned a[4], b[4];
+    KScales k;
+};
+__device__ __forceinline__ Q5kW q5k_w(const unsigned char* row, int sb, int jj, int h) {
+    const unsigned char* blk = row + 176 * sb;
+    uint4 hd = ldg16(blk);
+    uint4 hv = ldg16(blk + 16 + 16 * h);
+    uint4 qv = ldg16(blk + 48 + 32 * jj + 16 * h);
+    unsigned v[4] = {qv.x, qv.y, qv.z, qv.w}, qh[4] = {hv.x, hv.y, hv.z, hv.w};
+    Q5kW w;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        unsigned s = qh[k] >> (2 * jj);   // bit 0 of each byte: unit A's fifth bit, bit 1: unit B's
+        w.a[k] = (v[k] & 0x0F0F0F0Fu) | ((s << 4) & 0x10101010u);
+        w.b[k] = ((v[k] >> 4) & 0x0F0F0F0Fu) | ((s << 3) & 0x10101010u);
+    }
+    w.k = k_scales(hd, jj);
+    return w;
+}
+struct Q5kItem {
+    static const int SHIFT = 5;
+    static const bool INLINE = true;
+    typedef Q4kX X;
+    typedef Q5kW W;
+    static __device__ __forceinline__ X x(const unsigned char* xq, int K, int it, int tid) {
+        return Q4kItem::x(xq, K, it, tid);
+    }
+    static __device__ __forceinline__ W w(const WView& v, i64 r, int it, int tid) {
+        return q5k_w(v.data + r * v.rowBytes, it >> 3, (tid >> 1) & 3, tid & 1);
+    }
+    // codes up to 31: |sum| < 16 * 31 * 32768 per unit, and 63 times that in int32
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        int ah = 0, al = 0, bh = 0, bl = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            ah = dp4_hi(w.a[k], x.hA[k], ah); al = dp4_lo(w.a[k], x.lA[k], al);
+            bh = dp4_hi(w.b[k], x.hB[k], bh); bl = dp4_lo(w.b[k], x.lB[k], bl);
+        }
+        return k_item_dot(w.k, 256 * ah + al, 256 * bh + bl, x);
     }
 };
 
@@ -661,6 +724,7 @@ template <> struct GemvPlan<WT_W4A16> { static const int KIND = GEMV_PLAN_X16, R
 template <> struct GemvPlan<WT_Q4_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 2; };
 template <> struct GemvPlan<WT_Q8_0> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
 template <> struct GemvPlan<WT_Q6_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
+template <> struct GemvPlan<WT_Q5_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
 
 template <int T>
 __device__ __forceinline__ void gemv_one_impl(const WView& w, const float* x, float* y, int rows) {
@@ -850,7 +914,7 @@ GEMV(q5_1, WT_Q5_1)
 GEMV(q2_K, WT_Q2_K)
 GEMV(q3_K, WT_Q3_K)
 GEMV_X16(q4_K, WT_Q4_K, Q4kItem, (GEMV_X16_THREADS, GEMV_X16_Q4K_MIN_BLOCKS), (GEMV_X16_THREADS, GEMV_X16_MULTI_MIN_BLOCKS))
-GEMV(q5_K, WT_Q5_K)
+GEMV_X16(q5_K, WT_Q5_K, Q5kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(q6_K, WT_Q6_K, Q6kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 
@@ -937,9 +1001,11 @@ struct MmaQ4k {
     }
     // sub-blocks 2jj (low nibbles: half 0) and 2jj + 1 (high: half 1), scales and mins as q4k_w decodes them;
     // k: sc (or sc / 16), -1024 sc (or -64 sc), d, fp16(-dmin m)
-    static __device__ __forceinline__ void consts(const Raw& q, int c, int half, unsigned* k) {
+    static __device__ __forceinline__ void consts(const Raw& q, int c, int half, unsigned* k) { kconsts(q.h, c, half, k); }
+    // the same from a K-quant header hd (d, dmin, scales[12]; Q5_K's too)
+    static __device__ __forceinline__ void kconsts(uint4 hd, int c, int half, unsigned* k) {
         int jj = c & 3, sh = 16 * (jj & 1);
-        unsigned e0 = q.h.y >> sh, e4 = q.h.z >> sh, e8 = q.h.w >> sh;
+        unsigned e0 = hd.y >> sh, e4 = hd.z >> sh, e8 = hd.w >> sh;
         bool first = jj < 2;
         int sc, m;
         if (half == 0) {
@@ -951,9 +1017,9 @@ struct MmaQ4k {
         }
         k[0] = h2_splat(half == 0 ? (float) sc : (float) sc * 0.0625f);
         k[1] = h2_splat(half == 0 ? -1024.f * (float) sc : -64.f * (float) sc);
-        unsigned d = q.h.x & 0xffffu;
+        unsigned d = hd.x & 0xffffu;
         k[2] = d | (d << 16);
-        k[3] = h2_splat(-h2f((h16) (q.h.x >> 16)) * (float) m);
+        k[3] = h2_splat(-h2f((h16) (hd.x >> 16)) * (float) m);
     }
     static __device__ __forceinline__ void tile8(const Raw& q, int half, int i, const unsigned* k, unsigned* o) {
         unsigned v[8] = {q.a0.x, q.a0.y, q.a0.z, q.a0.w, q.a1.x, q.a1.y, q.a1.z, q.a1.w};
@@ -962,6 +1028,36 @@ struct MmaQ4k {
         for (int u = 0; u < 2; u++) {   // words i, i + 1: their bytes' low (half 0) or high nibbles
             o[2 * u] = hfma2(hfma2(lop3_and_or(v[i + u], mask, H2_1024), k[0], k[1]), k[2], k[3]);
             o[2 * u + 1] = hfma2(hfma2(lop3_and_or(v[i + u] >> 8, mask, H2_1024), k[0], k[1]), k[2], k[3]);
+        }
+    }
+};
+// Q5_K: Q4_K's chunk (qs bytes 32 jj .. + 32 of super-block c / 4, jj = c % 4, the same scales and column order) with
+// each code's fifth bit from the 32 qh bytes (byte l: bit 2 jj for element l of sub-block 2 jj, 2 jj + 1 for sub-block
+// 2 jj + 1), shifted right by 2 jj at the load: then bit 0 of each byte is half 0's, bit 1 half 1's. It is or-ed in
+// with the exponent: 1024 + q + 16 h (bit 4 of the half) or 1024 + 16 (q + 16 h) (bit 8), below 2048: exact.
+struct MmaQ5k {
+    struct Raw { uint4 h, a0, a1, b0, b1; };   // header, codes, fifth bits
+    static const int PERMUTE = 1;
+    static __device__ __forceinline__ void arrange(Raw&, h16*) {}
+    static __device__ __forceinline__ Raw load(const WView& w, const unsigned char* row, i64 r, int c, i64 r0, int rows) {
+        const unsigned char* b = row + 176 * (c >> 2);
+        int sh = 2 * (c & 3);
+        uint4 b0 = ldg16(b + 16), b1 = ldg16(b + 32);
+        return Raw{ldg16(b), ldg16(b + 48 + 32 * (c & 3)), ldg16(b + 64 + 32 * (c & 3)),
+                   make_uint4(b0.x >> sh, b0.y >> sh, b0.z >> sh, b0.w >> sh), make_uint4(b1.x >> sh, b1.y >> sh, b1.z >> sh, b1.w >> sh)};
+    }
+    static __device__ __forceinline__ void consts(const Raw& q, int c, int half, unsigned* k) { MmaQ4k::kconsts(q.h, c, half, k); }
+    static __device__ __forceinline__ void tile8(const Raw& q, int half, int i, const unsigned* k, unsigned* o) {
+        unsigned v[8] = {q.a0.x, q.a0.y, q.a0.z, q.a0.w, q.a1.x, q.a1.y, q.a1.z, q.a1.w};
+        unsigned f[8] = {q.b0.x, q.b0.y, q.b0.z, q.b0.w, q.b1.x, q.b1.y, q.b1.z, q.b1.w};
+        unsigned mask = half == 0 ? 0x000F000Fu : 0x00F000F0u;
+#pragma unroll
+        for (int u = 0; u < 2; u++) {   // words i, i + 1: bytes 0 and 2, then 1 and 3
+            unsigned g = f[i + u];
+            unsigned e02 = half == 0 ? (g << 4) & 0x00100010u : (g << 7) & 0x01000100u;
+            unsigned e13 = half == 0 ? (g >> 4) & 0x00100010u : (g >> 1) & 0x01000100u;
+            o[2 * u] = hfma2(hfma2(lop3_and_or(v[i + u], mask, H2_1024 | e02), k[0], k[1]), k[2], k[3]);
+            o[2 * u + 1] = hfma2(hfma2(lop3_and_or(v[i + u] >> 8, mask, H2_1024 | e13), k[0], k[1]), k[2], k[3]);
         }
     }
 };
@@ -1144,6 +1240,7 @@ __device__ __forceinline__ void gemv_mma_impl(const WView& w, const h16* xh, int
         gemv_mma_impl<Q>(v, xh, n, g.y, g.rows, (i64) (blockIdx.x - g.blockStart) * GEMV_MMA_ROWS, nullptr, 1.f);            \
     }
 GEMV_MMA(q4_K, MmaQ4k)
+GEMV_MMA(q5_K, MmaQ5k)
 GEMV_MMA(w4a16, MmaW4a16)
 
 // F16 (an unquantized model's every matrix; a W4A16 model's lm_head): nothing to dequantize, so the warp's WMMA loads
@@ -1430,6 +1527,7 @@ __device__ __forceinline__ void expert_group_x16_impl(const GemvPart* parts, int
 
 EXPERT_GEMV_X16(q8_0, Q8_0Item)
 EXPERT_GEMV_X16(q4_K, Q4kItem)
+EXPERT_GEMV_X16(q5_K, Q5kItem)
 EXPERT_GEMV_X16(q6_K, Q6kItem)
 EXPERT_GEMV_X16(w4a16, W4a16Item)
 
@@ -1510,6 +1608,7 @@ __device__ __forceinline__ void expert_group_mma_impl(const GemvPart* parts, int
         expert_group_mma_impl<Q, TILES>(parts, cols, xg, order, groups);                                                 \
     }
 EXPERT_GROUP_MMA(q4_K, MmaQ4k, EXPERT_GROUP_TILES)
+EXPERT_GROUP_MMA(q5_K, MmaQ5k, EXPERT_GROUP_TILES)
 EXPERT_GROUP_MMA(w4a16, MmaW4a16, EXPERT_GROUP_TILES)
 EXPERT_GROUP_MMA(q8_0, MmaQ8, 1)
 

@@ -261,7 +261,7 @@ public final class KernelCatalog {
         if (BY_NAME.put(name, new Kernel(module, name, threads, dyn)) != null) throw new AssertionError("kernel " + name + " twice");
     }
 
-    /** Weight rows per block of the type's one-row GEMV: as gemv.cu's GemvPlan (direct for f16, x16 for q4_K, q6_K, q8_0 and w4a16, else staged). */
+    /** Weight rows per block of the type's one-row GEMV: as gemv.cu's GemvPlan (direct for f16, x16 for q4_K, q5_K, q6_K, q8_0 and w4a16, else staged). */
     public static int gemvRowsPerBlock(String suffix) {
         return switch (suffix) {
             case "f16" -> GEMV_DIRECT_ROWS;
@@ -275,7 +275,7 @@ public final class KernelCatalog {
      */
     public static boolean gemvX16(String suffix) {
         return switch (suffix) {
-            case "q4_K", "q6_K", "q8_0", W4A16_SUFFIX -> true;
+            case "q4_K", "q5_K", "q6_K", "q8_0", W4A16_SUFFIX -> true;
             default -> false;
         };
     }
@@ -287,7 +287,7 @@ public final class KernelCatalog {
      * matrices, a W4A16 model's lm_head: gemv8_f16 read ~1 TB/s).
      */
     public static boolean gemvMma(String suffix) {
-        return suffix.equals("q4_K") || suffix.equals(W4A16_SUFFIX) || suffix.equals("f16");
+        return suffix.equals("q4_K") || suffix.equals("q5_K") || suffix.equals(W4A16_SUFFIX) || suffix.equals("f16");
     }
 
     /**
@@ -306,7 +306,7 @@ public final class KernelCatalog {
 
     /** Whether gemv_mma_prep writes x's columns in Q4_K's order for that type's gemv8_mma_* (each 4 as 0, 2, 1, 3). */
     public static boolean gemvMmaPermutes(String suffix) {
-        return suffix.equals("q4_K");
+        return suffix.equals("q4_K") || suffix.equals("q5_K");
     }
 
     /** Bytes of gemv_mma_prep's output for cols columns (a multiple of 32): [cols][8] fp16, then 8 float factors. */
@@ -383,7 +383,7 @@ public final class KernelCatalog {
 
     /** The types expert_group_mma_* is built for. */
     public static boolean expertGroupMma(String suffix) {
-        return suffix.equals("q4_K") || suffix.equals(W4A16_SUFFIX) || suffix.equals("q8_0");
+        return suffix.equals("q4_K") || suffix.equals("q5_K") || suffix.equals(W4A16_SUFFIX) || suffix.equals("q8_0");
     }
 
     /** Bytes of expert_group_prep's output for that many groups of x rows of cols columns (gemvMmaBytes a group). */

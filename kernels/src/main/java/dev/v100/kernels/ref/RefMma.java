@@ -5,7 +5,7 @@ import dev.v100.formats.w4a16.W4A16Layout;
 import java.lang.foreign.MemorySegment;
 
 /**
- * The operands the tensor-core decode-batch GEMV multiplies (gemv.cu's gemv_mma_prep and gemv8_mma_q4_K), as values: a
+ * The operands the tensor-core decode-batch GEMV multiplies (gemv.cu's gemv_mma_prep and gemv8_mma_*), as values: a
  * product of these in double is what the kernel computes up to its fp32 sums.
  * <ul>
  *   <li>x, row by row: scaled by 2^-e (e = frexp's exponent of the row's largest finite |x| - {@link #X_TOP}: that value
@@ -13,12 +13,13 @@ import java.lang.foreign.MemorySegment;
  *   <li>Q4_K weights: per sub-block M = fp16(-dmin m) (the fp32 product, exact, rounded to fp16 and saturated at
  *       +-65504), then w = fp16(d (sc q) + M) (one rounding: sc q is an exact integer, d fp16, the kernel's half2 fused
  *       multiply-add).</li>
+ *   <li>Q5_K weights: the same with the codes' fifth bit (q + 16 h, up to 31).</li>
  *   <li>W4A16 weights: w = fp16((q - z) s), one rounding of the exact product (s is fp16 already).</li>
  *   <li>Q8_0 weights (grouped MoE experts, expert_group_mma_q8_0): w = fp16(q d), one rounding of the exact product.</li>
  * </ul>
  */
 public final class RefMma {
-    private static final int Q4K_BLOCK = 256, Q4K_BYTES = 144;
+    private static final int K_BLOCK = 256;
     /** gemv.cu GEMV_MMA_X_TOP: a row's largest |x| is scaled into [2^(X_TOP - 1), 2^X_TOP). */
     public static final int X_TOP = 15;
 
@@ -43,14 +44,27 @@ public final class RefMma {
 
     /** Q4_K rows (rowBytes = cols / 256 * 144 bytes each, from offset 0 of data) as the kernel's fp16 weights [rows * cols]. */
     public static float[] q4kWeights(byte[] data, int rows, int cols) {
-        if (cols % Q4K_BLOCK != 0) throw new IllegalArgumentException("Q4_K rows of " + cols + " columns");
-        int blocks = cols / Q4K_BLOCK;
-        if (data.length < (long) rows * blocks * Q4K_BYTES) throw new IllegalArgumentException(data.length + " bytes for " + rows + " Q4_K rows of " + cols);
+        return kQuantWeights("Q4_K", data, rows, cols, 144, 16, -1);
+    }
+
+    /**
+     * Q5_K rows (cols / 256 super-blocks of 176 bytes: d, dmin, scales[12], qh[32], qs[128]) as the kernel's fp16 weights
+     * [rows * cols]: Q4_K's rule with codes q + 16 h (h: bit 2 c or 2 c + 1 of qh byte l).
+     */
+    public static float[] q5kWeights(byte[] data, int rows, int cols) {
+        return kQuantWeights("Q5_K", data, rows, cols, 176, 48, 16);
+    }
+
+    /** Q4_K (qhAt -1) or Q5_K super-blocks of blockBytes: the header at 0, the 4-bit codes at qsAt, the fifth bits at qhAt. */
+    private static float[] kQuantWeights(String type, byte[] data, int rows, int cols, int blockBytes, int qsAt, int qhAt) {
+        if (cols % K_BLOCK != 0) throw new IllegalArgumentException(type + " rows of " + cols + " columns");
+        int blocks = cols / K_BLOCK;
+        if (data.length < (long) rows * blocks * blockBytes) throw new IllegalArgumentException(data.length + " bytes for " + rows + " " + type + " rows of " + cols);
         float[] out = new float[rows * cols];
         int[] sc = new int[8], mn = new int[8];
         for (int r = 0; r < rows; r++) {
             for (int sb = 0; sb < blocks; sb++) {
-                int b = (r * blocks + sb) * Q4K_BYTES;
+                int b = (r * blocks + sb) * blockBytes;
                 float d = Float.float16ToFloat(le16(data, b)), dmin = Float.float16ToFloat(le16(data, b + 2));
                 for (int j = 0; j < 8; j++) {
                     int s = b + 4;
@@ -66,10 +80,11 @@ public final class RefMma {
                     double mLo = half(Math.max(-65504, Math.min(65504, (double) (float) (-dmin * mn[2 * c]))));
                     double mHi = half(Math.max(-65504, Math.min(65504, (double) (float) (-dmin * mn[2 * c + 1]))));
                     for (int l = 0; l < 32; l++) {
-                        int q = data[b + 16 + 32 * c + l] & 0xFF;
-                        int at = r * cols + sb * Q4K_BLOCK + 64 * c;
-                        out[at + l] = (float) half((double) d * (sc[2 * c] * (q & 15)) + mLo);
-                        out[at + 32 + l] = (float) half((double) d * (sc[2 * c + 1] * (q >> 4)) + mHi);
+                        int q = data[b + qsAt + 32 * c + l] & 0xFF, h = qhAt < 0 ? 0 : (data[b + qhAt + l] & 0xFF) >> (2 * c);
+                        int lo = (q & 15) + 16 * (h & 1), hi = (q >> 4) + 16 * ((h >> 1) & 1);
+                        int at = r * cols + sb * K_BLOCK + 64 * c;
+                        out[at + l] = (float) half((double) d * (sc[2 * c] * lo) + mLo);
+                        out[at + 32 + l] = (float) half((double) d * (sc[2 * c + 1] * hi) + mHi);
                     }
                 }
             }

@@ -12,7 +12,7 @@ import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-/** RefMma: its fp16 rounding is Java's own for floats, and its Q4_K weights and x sit within fp16's rounding of the exact values. */
+/** RefMma: its fp16 rounding is Java's own for floats, and its Q4_K / Q5_K weights and x sit within fp16's rounding of the exact values. */
 class RefMmaTest {
     @Test
     void halfRoundsAsFloatToFloat16() {
@@ -28,24 +28,27 @@ class RefMmaTest {
         assertEquals(0x1p-24, RefMma.half(0x1.8p-25));   // three quarters of the least subnormal round up to it
     }
 
-    /** |w_h - w| within the roundings of M and of the sum (2^-11 of the row's largest weight each, and a bit). */
+    /** |w_h - w| within the roundings of M and of the sum (2^-11 of the row's largest weight each, and a bit): Q4_K and Q5_K. */
     @Test
-    void q4kWeightsAreTheExactOnesWithinFp16Rounding() {
+    void kQuantWeightsAreTheExactOnesWithinFp16Rounding() {
         SplittableRandom rnd = new SplittableRandom(2);
         int rows = 9, cols = 512;
-        StoredMatrix m = RandomBlocks.matrix("w", GgmlType.Q4_K, rows, cols, 0.05, rnd);
-        float[] exact = new float[rows * cols];
-        for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(GgmlType.Q4_K, m.data(), cols, r, exact, r * cols);
-        float[] h = RefMma.q4kWeights(m.data().toArray(ValueLayout.JAVA_BYTE), rows, cols);
-        double scale = 0;
-        for (float v : exact) scale = Math.max(scale, Math.abs(v));
-        int differ = 0;
-        for (int i = 0; i < exact.length; i++) {
-            assertEquals(h[i], (float) RefMma.half(h[i]), 0f, "an fp16 value");
-            assertEquals(exact[i], h[i], 3 * 0x1p-11 * scale + 0x1p-24, "weight " + i);
-            if (h[i] != exact[i]) differ++;
+        for (GgmlType t : new GgmlType[] {GgmlType.Q4_K, GgmlType.Q5_K}) {
+            StoredMatrix m = RandomBlocks.matrix("w", t, rows, cols, 0.05, rnd);
+            float[] exact = new float[rows * cols];
+            for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(t, m.data(), cols, r, exact, r * cols);
+            byte[] bytes = m.data().toArray(ValueLayout.JAVA_BYTE);
+            float[] h = t == GgmlType.Q4_K ? RefMma.q4kWeights(bytes, rows, cols) : RefMma.q5kWeights(bytes, rows, cols);
+            double scale = 0;
+            for (float v : exact) scale = Math.max(scale, Math.abs(v));
+            int differ = 0;
+            for (int i = 0; i < exact.length; i++) {
+                assertEquals(h[i], (float) RefMma.half(h[i]), 0f, t + ": an fp16 value");
+                assertEquals(exact[i], h[i], 3 * 0x1p-11 * scale + 0x1p-24, t + ": weight " + i);
+                if (h[i] != exact[i]) differ++;
+            }
+            assertTrue(differ > 0, t + ": fp16 rounding changed some weights (the test would not see a decode error otherwise)");
         }
-        assertTrue(differ > 0, "fp16 rounding changed some weights (the test would not see a decode error otherwise)");
     }
 
     /** W4A16: (q - z) s exact in fp32; the kernel's fp16((q - z) s) is its rounding. */

@@ -10,8 +10,10 @@ import java.util.Locale;
 /**
  * Writes the synthetic bench bundles (random weights, real geometry) where no model can be downloaded:
  * {@code BenchBundleMain OUT_PREFIX TYPE GEOMETRY TPxPP...} writes {@code OUT_PREFIX-tpTppP} per layout.
- * TYPE is a ggml type (every tensor stored so) or {@code W4A16-gG} (layer matrices in the W4A16 layout
- * with group size G, embedding and head F16); GEOMETRY is {@code llama1B}, {@code llama8B} or {@code qwen36-35B-A3B}
+ * TYPE is a ggml type (every tensor stored so), {@code Q4_K_M} or {@code Q5_K_M} (llama geometries: the layer
+ * matrices in Q4_K / Q5_K, token_embd and output in Q6_K, as llama.cpp's _M mixes store the head, the largest matrix a
+ * decode step reads; its Q6_K attn_v / ffn_down of some layers are left out) or {@code W4A16-gG} (layer matrices in the
+ * W4A16 layout with group size G, embedding and head F16); GEOMETRY is {@code llama1B}, {@code llama8B} or {@code qwen36-35B-A3B}
  * (the hybrid MoE, {@link HybridBundles}: pp 1, any tp).
  * Example: {@code BenchBundleMain /tmp/b8 Q4_K llama8B 1x1 2x1}.
  */
@@ -20,17 +22,19 @@ public final class BenchBundleMain {
 
     public static void main(String[] args) {
         if (args.length < 4) {
-            System.err.println("usage: BenchBundleMain OUT_PREFIX TYPE|W4A16-gG llama1B|llama8B|qwen36-35B-A3B TPxPP...   (e.g. /tmp/b Q4_K llama8B 1x1 2x1)");
+            System.err.println("usage: BenchBundleMain OUT_PREFIX TYPE|Q4_K_M|Q5_K_M|W4A16-gG llama1B|llama8B|qwen36-35B-A3B TPxPP...   (e.g. /tmp/b Q4_K llama8B 1x1 2x1)");
             System.exit(2);
         }
         int group = 0;
         GgmlType type;
+        boolean mix = args[1].equals("Q4_K_M") || args[1].equals("Q5_K_M");
         if (args[1].toUpperCase(Locale.ROOT).startsWith("W4A16-G")) {
             group = Integer.parseInt(args[1].substring("W4A16-g".length()));
             type = GgmlType.F16;
         } else {
-            type = GgmlType.byName(args[1]);
+            type = GgmlType.byName(mix ? args[1].substring(0, args[1].length() - 2) : args[1]);
         }
+        if (mix && args[2].equals("qwen36-35B-A3B")) throw new IllegalArgumentException(args[1] + ": llama geometries only");
         if (args[2].equals("qwen36-35B-A3B")) {
             for (int i = 3; i < args.length; i++) {
                 String[] l = args[i].split("x");
@@ -49,6 +53,7 @@ public final class BenchBundleMain {
             case "llama8B" -> TestBundles.Spec.llama8B(type);
             default -> throw new IllegalArgumentException("geometry " + args[2] + " (llama1B, llama8B or qwen36-35B-A3B)");
         };
+        if (mix) spec = spec.withTypes(type, GgmlType.Q6_K);
         for (int i = 3; i < args.length; i++) {
             String[] l = args[i].split("x");
             int tp = Integer.parseInt(l[0]), pp = Integer.parseInt(l[1]);

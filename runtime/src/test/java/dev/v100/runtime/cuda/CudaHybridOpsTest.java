@@ -169,8 +169,9 @@ class CudaHybridOpsTest {
             gpu.moeGroupMma = false;   // 33 tokens group their slots: the x16 kernels here (the tensor-core ones: groupedExpertMmaIsTheRoundedProduct)
             SplittableRandom r = new SplittableRandom(33);
             int experts = 9, topK = 3, hidden = 64, inter = 96;
-            for (GgmlType t : new GgmlType[] {GgmlType.F16, GgmlType.Q8_0, GgmlType.Q4_K}) {
-                int h = t == GgmlType.Q4_K ? 256 : hidden, in = t == GgmlType.Q4_K ? 512 : inter;
+            for (GgmlType t : new GgmlType[] {GgmlType.F16, GgmlType.Q8_0, GgmlType.Q4_K, GgmlType.Q5_K}) {
+                boolean k = t == GgmlType.Q4_K || t == GgmlType.Q5_K;   // (rows of whole 256-element super-blocks)
+                int h = k ? 256 : hidden, in = k ? 512 : inter;
                 StoredMatrix up = RandomBlocks.matrix("blk.0.ffn_up_exps.weight", t, (long) experts * in, h, 0.05, r);
                 StoredMatrix down = RandomBlocks.matrix("blk.0.ffn_down_exps.weight", t, (long) experts * h, in, 0.05, r);
                 Weight cu = cpu.weight(up.name(), t, new long[] {experts, in, h}, up.data()), gu = gpu.weight(up.name(), t, new long[] {experts, in, h}, up.data());
@@ -224,7 +225,7 @@ class CudaHybridOpsTest {
         try (CudaBackend gpu = backend("hybrid-x16-experts")) {
             SplittableRandom r = new SplittableRandom(35);
             int experts = 7, topK = 3, rows = 37;
-            for (String kind : new String[] {"q8_0", "q4_K", "q6_K", "w4a16"})
+            for (String kind : new String[] {"q8_0", "q4_K", "q5_K", "q6_K", "w4a16"})
             for (int cols : switch (kind) {
                 case "q8_0" -> new int[] {544, 2080};
                 case "q6_K" -> new int[] {2048, 5120};
@@ -293,7 +294,7 @@ class CudaHybridOpsTest {
             for (int[] c : new int[][] {{12, 4, 130, 1}, {12, 4, 37, 0}, {256, 8, 64, 1}, {12, 4, 300, 1}, {300, 4, 160, 1}}) {
                 int experts = c[0], topK = c[1], capacity = c[2];
                 boolean skew = c[3] == 1;
-                for (String kind : new String[] {"q8_0", "q4_K", "q6_K", "w4a16"})
+                for (String kind : new String[] {"q8_0", "q4_K", "q5_K", "q6_K", "w4a16"})
                 for (int cols : kind.equals("q6_K") ? new int[] {1024, 4096} : new int[] {512, 2048}) {
                     if (experts > 12 && cols > 1024) continue;   // the 256-expert routing: one stack of short rows a type
                     int rows = 42;
@@ -355,7 +356,7 @@ class CudaHybridOpsTest {
     }
 
     /**
-     * Grouped Q4_K, W4A16 and Q8_0 stacks on the tensor cores (expert_group_prep + expert_group_mma_*) compute the double
+     * Grouped Q4_K, Q5_K, W4A16 and Q8_0 stacks on the tensor cores (expert_group_prep + expert_group_mma_*) compute the double
      * product of their fp16 operands (RefMma: each x row scaled by a power of two and rounded, the weights as the GEMM
      * dequantizes them) up to fp32 sums, within the GEMM's limit of the exact product; token and slot rows, hot and cold
      * experts, short and long rows; a slot's outputs do not depend on its group's other slots (the first third of the
@@ -366,8 +367,8 @@ class CudaHybridOpsTest {
         try (CudaBackend gpu = backend("hybrid-moe-grouped-mma")) {
             SplittableRandom r = new SplittableRandom(40);
             int experts = 12, topK = 4, rows = 40, n = 90;
-            for (String kind : new String[] {"q4_K", "w4a16", "q8_0"})
-            for (int cols : kind.equals("q4_K") ? new int[] {512, 1536} : new int[] {512, 2112}) {
+            for (String kind : new String[] {"q4_K", "q5_K", "w4a16", "q8_0"})
+            for (int cols : kind.endsWith("_K") ? new int[] {512, 1536} : new int[] {512, 2112}) {
                 long[] shape = {experts, rows, cols};
                 Weight w;
                 float[] wh, dense;
@@ -382,8 +383,11 @@ class CudaHybridOpsTest {
                     StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up_exps.weight", t, (long) experts * rows, cols, 0.05, r);
                     w = gpu.weight(m.name(), t, shape, m.data());
                     byte[] bytes = m.data().toArray(ValueLayout.JAVA_BYTE);
-                    wh = kind.equals("q4_K") ? dev.v100.kernels.ref.RefMma.q4kWeights(bytes, experts * rows, cols)
-                            : dev.v100.kernels.ref.RefMma.q8_0Weights(bytes, experts * rows, cols);
+                    wh = switch (kind) {
+                        case "q4_K" -> dev.v100.kernels.ref.RefMma.q4kWeights(bytes, experts * rows, cols);
+                        case "q5_K" -> dev.v100.kernels.ref.RefMma.q5kWeights(bytes, experts * rows, cols);
+                        default -> dev.v100.kernels.ref.RefMma.q8_0Weights(bytes, experts * rows, cols);
+                    };
                     dense = CudaMatmulTest.denseOf(m, experts * rows, cols);
                 }
                 CudaWeight cw = (CudaWeight) w;

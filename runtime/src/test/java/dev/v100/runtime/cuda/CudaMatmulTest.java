@@ -390,7 +390,7 @@ class CudaMatmulTest {
                         W4A16Layout.Geometry g = new W4A16Layout.Geometry(rows[i], cols, 128);
                         ws.add(b.w4a16Weight("blk.0.attn_q.weight", new long[] {rows[i], cols}, 128, 0, randomW4A16(g, rnd)));
                     } else {
-                        GgmlType t = i != 1 ? GgmlType.Q4_K : kind.equals("mixed") ? GgmlType.Q5_K : kind.equals("x16 mixed") ? GgmlType.Q8_0 : GgmlType.Q4_K;
+                        GgmlType t = i != 1 ? GgmlType.Q4_K : kind.equals("mixed") ? GgmlType.Q5_0 : kind.equals("x16 mixed") ? GgmlType.Q8_0 : GgmlType.Q4_K;
                         ws.add(b.weight("blk.0.attn_q.weight", t, new long[] {rows[i], cols}, RandomBlocks.matrix("w", t, rows[i], cols, 0.05, rnd).data()));
                     }
                     outs.add(b.allocate("out" + i, n, rows[i]));
@@ -404,7 +404,7 @@ class CudaMatmulTest {
                 long before = b.device.issued();
                 b.matmulEach(xb, ws, outs);
                 long launches = b.device.issued() - before;
-                // the two Q4_K in one launch, the odd one alone (first): mixed, Q5_K's float GEMV, then quantize + the Q4_K pair;
+                // the two Q4_K in one launch, the odd one alone (first): mixed, Q5_0's float GEMV, then quantize + the Q4_K pair;
                 // x16 mixed, quantize + Q8_0's GEMV, then the Q4_K pair on the same copy of x (a batch of Q4_K: its own fp16 copy
                 // of x, gemv_mma_prep, then gemv8_mma_q4_K_multi)
                 boolean mmaPair = n >= 2;
@@ -455,7 +455,7 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("x16 batch")) {
             SplittableRandom rnd = new SplittableRandom(22);
             int rows = 77, cols = 1024;
-            for (String kind : new String[] {"q4_K", "w4a16", "q8_0", "q6_K"}) {
+            for (String kind : new String[] {"q4_K", "q5_K", "w4a16", "q8_0", "q6_K"}) {
                 Weight w = kind.equals("w4a16")
                         ? b.w4a16Weight("blk.0.ffn_up.weight", new long[] {rows, cols}, 128, 0, randomW4A16(new W4A16Layout.Geometry(rows, cols, 128), rnd))
                         : b.weight("blk.0.ffn_up.weight", GgmlType.byName(kind), new long[] {rows, cols},
@@ -475,7 +475,7 @@ class CudaMatmulTest {
     }
 
     /**
-     * gemv8_mma_q4_K and gemv8_mma_w4a16 (decode batches on the tensor cores) compute the double product of their fp16 operands
+     * gemv8_mma_q4_K, _q5_K and _w4a16 (decode batches on the tensor cores) compute the double product of their fp16 operands
      * (RefMma: x scaled per row by a power of two and rounded, weights dequantized with fp16 scales) up to fp32 sums, on
      * shapes with row blocks cut short and several chunks a warp; each row of a batch is bit for bit the same row in a
      * batch of other rows in another order (the product of one row does not depend on the others); matmulAdd is
@@ -488,7 +488,7 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("mma batch")) {
             SplittableRandom rnd = new SplittableRandom(31);
             for (int[] shape : new int[][] {{77, 1024}, {33, 4352}, {4096 + 40, 512}})
-            for (String kind : new String[] {"q4_K", "w4a16 g32", "w4a16 g128", "f16"}) {
+            for (String kind : new String[] {"q4_K", "q5_K", "w4a16 g32", "w4a16 g128", "f16"}) {
                 int rows = kind.equals("f16") ? (shape[0] + 31) / 32 * 32 : shape[0], cols = shape[1];   // (F16: whole blocks of 32 rows)
                 CudaWeight w;
                 float[] wh, dense;
@@ -496,10 +496,12 @@ class CudaMatmulTest {
                     StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", GgmlType.F16, rows, cols, 0.05, rnd);
                     w = (CudaWeight) b.weight(m.name(), GgmlType.F16, new long[] {rows, cols}, m.data());
                     wh = dense = denseOf(m, rows, cols);
-                } else if (kind.equals("q4_K")) {
-                    StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", GgmlType.Q4_K, rows, cols, 0.05, rnd);
-                    w = (CudaWeight) b.weight(m.name(), GgmlType.Q4_K, new long[] {rows, cols}, m.data());
-                    wh = dev.v100.kernels.ref.RefMma.q4kWeights(m.data().toArray(ValueLayout.JAVA_BYTE), rows, cols);
+                } else if (kind.endsWith("_K")) {
+                    GgmlType t = GgmlType.byName(kind);
+                    StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", t, rows, cols, 0.05, rnd);
+                    w = (CudaWeight) b.weight(m.name(), t, new long[] {rows, cols}, m.data());
+                    byte[] bytes = m.data().toArray(ValueLayout.JAVA_BYTE);
+                    wh = t == GgmlType.Q4_K ? dev.v100.kernels.ref.RefMma.q4kWeights(bytes, rows, cols) : dev.v100.kernels.ref.RefMma.q5kWeights(bytes, rows, cols);
                     dense = denseOf(m, rows, cols);
                 } else {
                     int group = kind.endsWith("g32") ? 32 : 128;
@@ -603,7 +605,7 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("matmulAdd")) {
             SplittableRandom rnd = new SplittableRandom(20);
             int rows = 130, cols = 512;
-            for (String kind : new String[] {"q4_K", "w4a16", "q8_0", "q5_K"}) {
+            for (String kind : new String[] {"q4_K", "w4a16", "q8_0", "q5_K", "q5_0"}) {
                 Weight w = kind.equals("w4a16")
                         ? b.w4a16Weight("blk.0.ffn_down.weight", new long[] {rows, cols}, 128, 0, randomW4A16(new W4A16Layout.Geometry(rows, cols, 128), rnd))
                         : b.weight("blk.0.ffn_down.weight", GgmlType.byName(kind), new long[] {rows, cols},
