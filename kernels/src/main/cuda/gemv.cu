@@ -12,7 +12,7 @@
 //   global memory, x's 32 values read once (float4, through L1) for all 8 rows. F16.
 // - x16 (gemv_x16_impl with the type's item, 2 rows a block of 64 threads): integer dot products (dp4a)
 //   against x quantized to 16 bits per 32 elements by gemv_x16_quantize (the launcher runs it once per x).
-//   Q4_K, W4A16, Q8_0 and Q6_K, where the float forms were bound by instruction issue. Q8_0 and Q6_K blocks
+//   Q4_K, Q5_K, W4A16, Q8_0, Q6_K and Q4_0, where the float forms were bound by instruction issue. Q8_0, Q6_K and Q4_0 blocks
 //   need only be 2-byte aligned (KernelCatalog.gemvAlignBytes).
 // The 4/6/8-bit float dots never convert integers to floats (dot32 below). Needs rowBytes and the weight's
 // address 16-byte aligned and cols a multiple of 32 (the launcher checks).
@@ -401,7 +401,7 @@ __device__ __forceinline__ int dp4_s_u(unsigned q, unsigned lo, int c) {
     return d;
 }
 
-// The 16 bytes at p, 2-byte aligned (blocks of Q8_0 and Q6_K are 34 and 210 bytes), as 4 words: the aligned
+// The 16 bytes at p, 2-byte aligned (blocks of Q8_0, Q6_K and Q4_0 are 34, 210 and 18 bytes), as 4 words: the aligned
 // words from p rounded down, shifted right by 0 or 16 bits (the same code either way; nothing outside
 // [p - 2, p + 16) is read)
 __device__ __forceinline__ void ld16_aligned2(const unsigned char* p, unsigned* out) {
@@ -647,6 +647,52 @@ struct Q8_0Item {
     }
 };
 
+// Q4_0 (18-byte blocks: d, 16 bytes of codes): an item is a block, its codes read as one 2-byte-aligned 16-byte run:
+// byte l's low nibble is element l, its high nibble element l + 16, w = d (q - 8): sum (q - 8) x16 = sum q x16 - 8 sum x16
+// (the x16 sums of the unit's two halves, as W4A16's zero point takes them).
+struct Q40X {
+    unsigned h[8], l[8];
+    float s, xsum;
+};
+struct Q40W {
+    unsigned lo[4], hi[4];
+    float d;
+};
+struct Q4_0Item {
+    static const int SHIFT = 5;
+    static const bool INLINE = true;
+    typedef Q40X X;
+    typedef Q40W W;
+    static __device__ __forceinline__ X x(const unsigned char* xq, int K, int u, int tid) {
+        X16 x = x16_view(xq, K);
+        uint4 h0 = ldg16(x.hi + 32 * u), h1 = ldg16(x.hi + 32 * u + 16), l0 = ldg16(x.lo + 32 * u), l1 = ldg16(x.lo + 32 * u + 16);
+        return X{{h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w}, {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w}, __ldg(x.scale + u),
+                 __ldg(x.sum16 + 2 * u) + __ldg(x.sum16 + 2 * u + 1)};
+    }
+    static __device__ __forceinline__ W w(const WView& v, i64 r, int u, int tid) {
+        const unsigned char* b = v.data + r * v.rowBytes + 18 * (i64) u;
+        unsigned q[4];
+        ld16_aligned2(b + 2, q);
+        W o;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            o.lo[k] = q[k] & 0x0F0F0F0Fu;
+            o.hi[k] = (q[k] >> 4) & 0x0F0F0F0Fu;
+        }
+        o.d = ldh(b);
+        return o;
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        int ih = 0, il = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            ih = dp4_hi(w.lo[k], x.h[k], ih); il = dp4_lo(w.lo[k], x.l[k], il);
+            ih = dp4_hi(w.hi[k], x.h[4 + k], ih); il = dp4_lo(w.hi[k], x.l[4 + k], il);
+        }
+        return w.d * ((float) (256 * ih + il) * x.s - 8.f * x.xsum);
+    }
+};
+
 // Q6_K (210-byte super-blocks: ql[128], qh[64], int8 scales[16], d): an item is 64 elements, half hf and l-group
 // g of super-block it / 4 (g = it % 2, hf = (it / 2) % 2): elements 128 hf + 32 j + 16 g .. + 16, j = 0..3, one
 // scale each, read as ql bytes 64 hf + 16 g (a) and + 32 (b), qh bytes 128 + 32 hf + 16 g: code j of byte k is
@@ -725,6 +771,7 @@ template <> struct GemvPlan<WT_Q4_K> { static const int KIND = GEMV_PLAN_X16, RO
 template <> struct GemvPlan<WT_Q8_0> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
 template <> struct GemvPlan<WT_Q6_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
 template <> struct GemvPlan<WT_Q5_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
+template <> struct GemvPlan<WT_Q4_0> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
 
 template <int T>
 __device__ __forceinline__ void gemv_one_impl(const WView& w, const float* x, float* y, int rows) {
@@ -907,7 +954,7 @@ static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelC
 GEMV(f32, WT_F32)
 GEMV(f16, WT_F16)
 GEMV_X16(q8_0, WT_Q8_0, Q8_0Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
-GEMV(q4_0, WT_Q4_0)
+GEMV_X16(q4_0, WT_Q4_0, Q4_0Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV(q4_1, WT_Q4_1)
 GEMV(q5_0, WT_Q5_0)
 GEMV(q5_1, WT_Q5_1)
@@ -1526,6 +1573,7 @@ __device__ __forceinline__ void expert_group_x16_impl(const GemvPart* parts, int
 }
 
 EXPERT_GEMV_X16(q8_0, Q8_0Item)
+EXPERT_GEMV_X16(q4_0, Q4_0Item)
 EXPERT_GEMV_X16(q4_K, Q4kItem)
 EXPERT_GEMV_X16(q5_K, Q5kItem)
 EXPERT_GEMV_X16(q6_K, Q6kItem)

@@ -86,7 +86,7 @@ public final class KernelCatalog {
     public static final int GEMV_MMA_PREP_PARTS = 4;
     /**
      * The fast GEMV's alignment: weight address and row stride in bytes (its 16-byte loads), columns in elements; x's
-     * address too for the float-x types. The x16 kernels of Q8_0 and Q6_K need less: {@link #gemvAlignBytes}.
+     * address too for the float-x types. The x16 kernels of Q8_0, Q6_K and Q4_0 need less: {@link #gemvAlignBytes}.
      */
     public static final int GEMV_FAST_ALIGN_BYTES = 16;
     public static final int GEMV_FAST_COLS_MULTIPLE = 32;
@@ -261,7 +261,7 @@ public final class KernelCatalog {
         if (BY_NAME.put(name, new Kernel(module, name, threads, dyn)) != null) throw new AssertionError("kernel " + name + " twice");
     }
 
-    /** Weight rows per block of the type's one-row GEMV: as gemv.cu's GemvPlan (direct for f16, x16 for q4_K, q5_K, q6_K, q8_0 and w4a16, else staged). */
+    /** Weight rows per block of the type's one-row GEMV: as gemv.cu's GemvPlan (direct for f16, x16 for q4_0, q4_K, q5_K, q6_K, q8_0 and w4a16, else staged). */
     public static int gemvRowsPerBlock(String suffix) {
         return switch (suffix) {
             case "f16" -> GEMV_DIRECT_ROWS;
@@ -275,7 +275,7 @@ public final class KernelCatalog {
      */
     public static boolean gemvX16(String suffix) {
         return switch (suffix) {
-            case "q4_K", "q5_K", "q6_K", "q8_0", W4A16_SUFFIX -> true;
+            case "q4_0", "q4_K", "q5_K", "q6_K", "q8_0", W4A16_SUFFIX -> true;
             default -> false;
         };
     }
@@ -316,11 +316,11 @@ public final class KernelCatalog {
 
     /**
      * Alignment in bytes the type's fast GEMV needs of the weight's address and row stride: 2 for the x16 kernels
-     * of Q8_0 and Q6_K (34- and 210-byte blocks, read as aligned words and funnel-shifted), else
+     * of Q8_0, Q6_K and Q4_0 (34-, 210- and 18-byte blocks, read as aligned words and funnel-shifted), else
      * {@link #GEMV_FAST_ALIGN_BYTES} (16-byte loads of whole blocks).
      */
     public static int gemvAlignBytes(String suffix) {
-        return suffix.equals("q8_0") || suffix.equals("q6_K") ? 2 : GEMV_FAST_ALIGN_BYTES;
+        return suffix.equals("q8_0") || suffix.equals("q6_K") || suffix.equals("q4_0") ? 2 : GEMV_FAST_ALIGN_BYTES;
     }
 
     /**

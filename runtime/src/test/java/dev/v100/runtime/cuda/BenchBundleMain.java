@@ -10,10 +10,10 @@ import java.util.Locale;
 /**
  * Writes the synthetic bench bundles (random weights, real geometry) where no model can be downloaded:
  * {@code BenchBundleMain OUT_PREFIX TYPE GEOMETRY TPxPP...} writes {@code OUT_PREFIX-tpTppP} per layout.
- * TYPE is a ggml type (every tensor stored so), {@code Q4_K_M} or {@code Q5_K_M} (llama geometries: the layer
- * matrices in Q4_K / Q5_K, token_embd and output in Q6_K, as llama.cpp's _M mixes store the head, the largest matrix a
- * decode step reads; its Q6_K attn_v / ffn_down of some layers are left out) or {@code W4A16-gG} (layer matrices in the
- * W4A16 layout with group size G, embedding and head F16); GEOMETRY is {@code llama1B}, {@code llama8B} or {@code qwen36-35B-A3B}
+ * TYPE is a ggml type (every tensor stored so), {@code Q4_K_M} or {@code Q5_K_M} (llama geometries, as llama.cpp's _M
+ * mixes store them: the layer matrices in Q4_K / Q5_K but attn_v and ffn_down of its use_more_bits layers in Q6_K,
+ * token_embd and output in Q6_K) or {@code W4A16-gG} (layer matrices in the W4A16 layout with group size G, embedding
+ * and head F16); GEOMETRY is {@code llama1B}, {@code llama8B} or {@code qwen36-35B-A3B}
  * (the hybrid MoE, {@link HybridBundles}: pp 1, any tp).
  * Example: {@code BenchBundleMain /tmp/b8 Q4_K llama8B 1x1 2x1}.
  */
@@ -59,7 +59,7 @@ public final class BenchBundleMain {
             int tp = Integer.parseInt(l[0]), pp = Integer.parseInt(l[1]);
             Path out = Path.of(args[0] + "-tp" + tp + "pp" + pp);
             long t0 = System.nanoTime();
-            TestBundles.writeLarge(out, spec, 1, tp, pp, group);
+            TestBundles.writeLarge(out, spec, 1, tp, pp, group, mix ? GgmlType.Q6_K : null);
             System.out.printf(Locale.ROOT, "wrote %s (%s geometry, %s, tp %d x pp %d) in %.1f s%n", out, args[2], args[1], tp, pp,
                     (System.nanoTime() - t0) / 1e9);
         }

@@ -455,7 +455,7 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("x16 batch")) {
             SplittableRandom rnd = new SplittableRandom(22);
             int rows = 77, cols = 1024;
-            for (String kind : new String[] {"q4_K", "q5_K", "w4a16", "q8_0", "q6_K"}) {
+            for (String kind : new String[] {"q4_K", "q5_K", "w4a16", "q8_0", "q6_K", "q4_0"}) {
                 Weight w = kind.equals("w4a16")
                         ? b.w4a16Weight("blk.0.ffn_up.weight", new long[] {rows, cols}, 128, 0, randomW4A16(new W4A16Layout.Geometry(rows, cols, 128), rnd))
                         : b.weight("blk.0.ffn_up.weight", GgmlType.byName(kind), new long[] {rows, cols},

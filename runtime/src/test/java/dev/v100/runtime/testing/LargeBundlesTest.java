@@ -8,12 +8,15 @@ import dev.v100.runtime.cpu.CpuModels;
 import dev.v100.runtime.load.Verify;
 import dev.v100.runtime.model.DecoderModel;
 import dev.v100.runtime.model.ModelOptions;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import java.nio.file.Path;
+import java.util.stream.IntStream;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -53,6 +56,32 @@ class LargeBundlesTest {
             }
             double mean = sum / logits.length, sd = Math.sqrt(sq / logits.length - mean * mean);
             assertTrue(sd > 0.05 && sd < 100, "logits spread " + sd + " (random weights of unit-scale activations)");
+        }
+    }
+
+    /**
+     * A llama.cpp _M mix (BenchBundleMain's Q4_K_M): attn_v and ffn_down of use_more_bits layers (of 32: the first and last
+     * four and every third between, 16 in all; of tinyBench's 2: the last) in Q6_K, the rest Q4_K; it loads and runs.
+     */
+    @Test
+    void kQuantMixStoresMoreBitsWhereLlamaCppDoes() {
+        int[] more = IntStream.range(0, 32).filter(l -> TestBundles.moreBits(l, 32)).toArray();
+        assertArrayEquals(new int[] {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31}, more);
+        TestBundles.Spec s = TestBundles.tinyBench(GgmlType.Q4_K).withTypes(GgmlType.Q4_K, GgmlType.Q6_K);
+        Path dir = TestBundles.writeLarge(tmp.resolve("mix"), s, 5, 1, 1, 0, GgmlType.Q6_K);
+        try (Bundle b = Bundle.open(dir)) {
+            java.util.Map<String, String> dtype = new java.util.HashMap<>();
+            for (BundleManifest.Tensor t : b.manifest().ranks().get(0).tensors()) dtype.put(t.name(), t.dtype());
+            for (String t : new String[] {"attn_v", "ffn_down"}) {
+                assertEquals("Q4_K", dtype.get("blk.0." + t + ".weight"), t + " of layer 0");
+                assertEquals("Q6_K", dtype.get("blk.1." + t + ".weight"), t + " of layer 1 (the last: more bits)");
+            }
+            assertEquals("Q4_K", dtype.get("blk.1.attn_q.weight"));
+            assertEquals("Q6_K", dtype.get("output.weight"));
+        }
+        try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
+            float[] logits = model.forward(new int[] {1, 5, 9}, 0, false);
+            for (float v : logits) assertTrue(Float.isFinite(v), "finite logits");
         }
     }
 

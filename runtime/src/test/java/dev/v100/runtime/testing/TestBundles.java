@@ -356,6 +356,19 @@ public final class TestBundles {
     record Decl(String name, int layer, GgmlType type, long[] shape, double magnitude, boolean layerMatrix) {}
 
     static List<Decl> declarations(Spec s) {
+        return declarations(s, null);
+    }
+
+    /**
+     * llama.cpp's use_more_bits(layer, layers): the layers whose attn_v and ffn_down its _M mixes store in more bits (the
+     * first and last eighth, every third one between).
+     */
+    static boolean moreBits(int layer, int layers) {
+        return layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
+    }
+
+    /** As {@link #declarations(Spec)}; moreBits (if not null) the type of attn_v and ffn_down in {@link #moreBits} layers. */
+    static List<Decl> declarations(Spec s, GgmlType moreBits) {
         if (s.ropeFreqs || s.bias || s.qkNorm) {
             throw new IllegalArgumentException("large bundles are plain llama geometry (no rope_freqs, biases or q/k norms): " + s);
         }
@@ -367,12 +380,13 @@ public final class TestBundles {
             decls.add(new Decl(p + "attn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1, false));
             decls.add(new Decl(p + "attn_q.weight", l, s.matType, new long[] {q, s.hidden}, 1 / Math.sqrt(s.hidden), true));
             decls.add(new Decl(p + "attn_k.weight", l, s.matType, new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden), true));
-            decls.add(new Decl(p + "attn_v.weight", l, s.matType, new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            GgmlType vd = moreBits != null && moreBits(l, s.layers) ? moreBits : s.matType;
+            decls.add(new Decl(p + "attn_v.weight", l, vd, new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden), true));
             decls.add(new Decl(p + "attn_output.weight", l, s.matType, new long[] {s.hidden, q}, 1 / Math.sqrt(q), true));
             decls.add(new Decl(p + "ffn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1, false));
             decls.add(new Decl(p + "ffn_gate.weight", l, s.matType, new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden), true));
             decls.add(new Decl(p + "ffn_up.weight", l, s.matType, new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden), true));
-            decls.add(new Decl(p + "ffn_down.weight", l, s.matType, new long[] {s.hidden, s.ffn}, 1 / Math.sqrt(s.ffn), true));
+            decls.add(new Decl(p + "ffn_down.weight", l, vd, new long[] {s.hidden, s.ffn}, 1 / Math.sqrt(s.ffn), true));
         }
         decls.add(new Decl("output_norm.weight", -1, GgmlType.F32, new long[] {s.hidden}, -1, false));
         decls.add(new Decl("output.weight", -1, s.embType, new long[] {s.vocab, s.hidden}, 2 / Math.sqrt(s.hidden), false));
@@ -390,7 +404,12 @@ public final class TestBundles {
      * the head keep {@code s.embType}, as W4A16 checkpoints keep them in 16 bits.
      */
     public static Path writeLarge(Path dir, Spec s, long seed, int tp, int pp, int w4a16Group) {
-        List<Decl> decls = declarations(s);
+        return writeLarge(dir, s, seed, tp, pp, w4a16Group, null);
+    }
+
+    /** As above; moreBits (if not null) the type of attn_v and ffn_down in llama.cpp's {@link #moreBits} layers (its _M mixes). */
+    public static Path writeLarge(Path dir, Spec s, long seed, int tp, int pp, int w4a16Group, GgmlType moreBits) {
+        List<Decl> decls = declarations(s, moreBits);
         List<BundleManifest.Stage> stages = stages(s.layers, pp);
         List<List<LargePart>> perRank = new ArrayList<>();
         for (BundleManifest.Stage st : stages) {
