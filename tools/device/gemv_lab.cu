@@ -82,7 +82,11 @@ static std::vector<X16Variant> x16_variants(X16Kern shipped) {
             {"candidate R1 T64 U4", x16_var<Q, 1, 64, 4>, 1},
             {"candidate R2 T32 U2", x16_var<Q, 2, 32, 2>, 4},
             {"candidate R1 T32 U4", x16_var<Q, 1, 32, 4>, 2},
-            {"candidate R4 T32 U1", x16_var<Q, 4, 32, 1>, 8}};
+            {"candidate R4 T32 U1", x16_var<Q, 4, 32, 1>, 8},
+            {"candidate R4 T64 U1", x16_var<Q, 4, 64, 1>, 4},
+            {"candidate R4 T64 U2", x16_var<Q, 4, 64, 2>, 4},
+            {"candidate R8 T64 U1", x16_var<Q, 8, 64, 1>, 8},
+            {"candidate R3 T64 U1", x16_var<Q, 3, 64, 1>, 3}};
 }
 // Q4_K, wide items: both halves (h = 0, 1) of a sub-block pair, 64 weights a row: the header's scale decode and the
 // float epilogue once per 64 weights instead of 32 (sixth session: no faster, 65.4 us an 8B layer at best (R4 T64)
