@@ -428,21 +428,6 @@ public interface Backend extends AutoCloseable {
     }
 
     /**
-     * The ops issued from here to {@link #endSide} may run concurrently with the ops issued after it, up to
-     * {@link #joinSide}: on a GPU a second stream, ordered after everything issued before (a hint: a backend may run
-     * them in order, as the default does). The side's ops must not write what the ops after endSide read or write
-     * before the join, nor read what those write; the ops after joinSide see both. At most one side at a time. rows:
-     * the token rows its ops take (a GPU backend runs decode rows beside, larger ones in order).
-     */
-    default void beginSide(int rows) {}
-
-    /** The ops issued from here on are the main lane's again (the side lane may still be running). */
-    default void endSide() {}
-
-    /** The ops issued from here on come after everything the side lane issued (and ends the side if still open). */
-    default void joinSide() {}
-
-    /**
      * {@link #addMoeOutput}, then out = rmsNorm(acc) with norm [acc.cols] (the next layer's input norm; out may be
      * gateInput, read before it is written, but not acc): one op where a backend can fuse them.
      */

@@ -86,7 +86,7 @@ public final class CudaBackend implements Backend {
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
     // outputs when a weight of this backend runs gemv_x16_* (anyX16).
-    private String x16Scratch;
+    private final String x16Scratch;
     private long x16Of, x16Cols, x16Rows, x16At, x16Issued = -1;
     private boolean anyX16;
     /**
@@ -111,18 +111,7 @@ public final class CudaBackend implements Backend {
      */
     static final String MOE_GROUP_MMA_PROPERTY = "v100.cuda.moeGroupMma";
     boolean moeGroupMma = !"false".equals(System.getProperty(MOE_GROUP_MMA_PROPERTY));
-    private String mmaScratch;
-    /**
-     * The side lane ({@link #beginSide}): its ops go to the device's second stream (LaunchQueue's side lane) and keep
-     * their own x16 and fp16 scratch and their own record of what the x16 one holds (the main lane rewrites its own
-     * meanwhile); {@code -Dv100.cuda.sideLane=false} keeps every op on the one stream (a measurement knob; tests set the field).
-     */
-    static final String SIDE_LANE_PROPERTY = "v100.cuda.sideLane";
-    boolean sideLane = !"false".equals(System.getProperty(SIDE_LANE_PROPERTY));
-    private final String[] laneX16 = new String[2], laneMma = new String[2];
-    private final long[][] laneX16State = new long[2][5];   // x16Of, x16Cols, x16Rows, x16At, x16Issued of the lane not running
-    private int laneNow;
-    private boolean mainX16Current;   // the main lane's x16 record was current when the side began
+    private final String mmaScratch;
     /**
      * A prefill's delta rule of at least {@code gdnChunkedMinRows} rows runs chunked (gdn_chunk_prep + gdn_chunk_scan,
      * transformers' chunked form); {@code -Dv100.cuda.gdnChunked=false} keeps gated_delta_rule row by row (a measurement
@@ -144,11 +133,8 @@ public final class CudaBackend implements Backend {
         this.topTemps = topScratch + ":invT";
         this.topParts = topScratch + ":parts";
         this.topDone = topScratch + ":done";
-        this.x16Scratch = laneX16[0] = "gemv-x16:" + name;
-        this.mmaScratch = laneMma[0] = "gemv-mma:" + name;
-        laneX16[1] = "gemv-x16-side:" + name;
-        laneMma[1] = "gemv-mma-side:" + name;
-        laneX16State[1][4] = -1;
+        this.x16Scratch = "gemv-x16:" + name;
+        this.mmaScratch = "gemv-mma:" + name;
         this.gemm = new GemmPolicy(device);
         this.checkNonFinite = device.options.checkNonFinite();
         kSiluMul = device.kernel("silu_mul");
@@ -578,43 +564,6 @@ public final class CudaBackend implements Backend {
                     .go((units + perBlock - 1) / perBlock, 1, 1, KernelCatalog.GEMV_X16_QUANTIZE_THREADS, 0);
         }
         return q;
-    }
-
-    @Override
-    public void beginSide(int rows) {
-        // decode rows only: a prefill's GEMMs share their dequantization scratch and take the stream for cuBLAS
-        if (!sideLane || laneNow == 1 || rows > KernelCatalog.GEMV_MAX_TOKENS) return;
-        device.bind();
-        LaunchQueue q = device.queue;
-        if (!q.branchOpen()) q.fork();
-        q.toSide();
-        mainX16Current = x16Issued == device.issued();
-        switchLane(1);
-    }
-
-    @Override
-    public void endSide() {
-        if (laneNow == 0) return;
-        device.queue.toMain();
-        switchLane(0);
-        // the side's ops write nothing the main lane reads (beginSide's contract): what the main copy held, it holds
-        if (mainX16Current) x16Issued = device.issued();
-    }
-
-    @Override
-    public void joinSide() {
-        endSide();
-        device.queue.join();
-    }
-
-    /** The x16 and fp16 scratch and the x16 record of lane to (0 main, 1 side) become current. */
-    private void switchLane(int to) {
-        long[] keep = laneX16State[laneNow], load = laneX16State[to];
-        keep[0] = x16Of; keep[1] = x16Cols; keep[2] = x16Rows; keep[3] = x16At; keep[4] = x16Issued;
-        x16Of = load[0]; x16Cols = load[1]; x16Rows = load[2]; x16At = load[3]; x16Issued = load[4];
-        x16Scratch = laneX16[to];
-        mmaScratch = laneMma[to];
-        laneNow = to;
     }
 
     /** A GEMV launch just read x's 16-bit copy at q and wrote outs: the copy stays valid unless an output overlaps x. */

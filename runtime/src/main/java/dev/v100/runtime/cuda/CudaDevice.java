@@ -261,9 +261,8 @@ public final class CudaDevice implements AutoCloseable {
         return queue.stopProfile();
     }
 
-    /** Graph launches, kernels replayed by them, kernels launched one by one, graphs built, side-lane branches issued. */
     public long[] launchCounters() {
-        return new long[] {queue.graphLaunches, queue.graphKernels, queue.eagerKernels, queue.graphsBuilt, queue.branches};
+        return new long[] {queue.graphLaunches, queue.graphKernels, queue.eagerKernels, queue.graphsBuilt};
     }
 
     String description() {

@@ -44,14 +44,6 @@ import static org.bytedeco.cuda.global.cudart.*;
  * device addresses they were captured with; freeing any device memory drops them all
  * ({@link #dropGraphs}).
  *
- * <p><b>A side lane.</b> Between {@link #fork} and {@link #join} launches may go to a second stream ({@link #toSide},
- * {@link #toMain}): the fork is an event the side stream waits for (everything issued before it on the main stream
- * comes first), the join an event the main stream waits for (everything issued on the side comes before what
- * follows). Fork and join are descriptors of the chunk like launches (a graph captures them as a branch and its join),
- * and a chunk is not cut while a branch is open; anything that ends the chunk inside a branch (a stream operation,
- * a new position) joins it first, and the rest of the branch runs on the main stream (in order, as without a lane).
- * While profiling there is no side lane.
- *
  * <p>Ordering: kernels recorded but not launched yet touch only device memory, and nothing else reaches
  * the stream before they are launched, so the stream sees the same order as without graphs. KV block-table
  * writes ({@link #tableWrite}) may move to the start of their chunk: only later launches read the entries
@@ -60,11 +52,6 @@ import static org.bytedeco.cuda.global.cudart.*;
 final class LaunchQueue {
     /** Launches per chunk: a decode step of a small model is one or two chunks, a large one a few; a graph each. */
     static final int CHUNK_OPS = 128;
-    /** Descriptors an open side branch may add past CHUNK_OPS (a chunk is not cut inside a branch). */
-    static final int BRANCH_OPS = 64;
-    private static final int CAPACITY = CHUNK_OPS + BRANCH_OPS;
-    /** What a descriptor is: a launch on the main or the side stream, or a branch's fork or join. */
-    static final int OP_MAIN = 0, OP_SIDE = 1, OP_FORK = 2, OP_JOIN = 3;
     /** Chunks shorter than this are launched eagerly always (a graph launch costs about what a few launches do). */
     static final int MIN_GRAPH_OPS = 4;
     /**
@@ -85,21 +72,16 @@ final class LaunchQueue {
 
     private final CudaDevice device;
     private final CUstream_st stream;
-    private final CUstream_st side;
-    private final CUevent_st forkEvent, joinEvent;
-    private int lane = OP_MAIN;   // where the next launch goes
-    private boolean branchOpen;
-    private int markers;          // fork and join descriptors in the current chunk
     private final Launch launch = new Launch(this);
     // native kernel parameters of an eager launch: MAX_ARGS 8-byte slots and the void* array pointing at them
     private final MemorySegment nativeSlots;
     private final PointerPointer<?> params;
 
     // the current chunk: descriptor i of count
-    private final CudaKernel[] kernel = new CudaKernel[CAPACITY];
-    private final long[][] args = new long[CAPACITY][Launch.MAX_ARGS];
-    private final int[] nArgs = new int[CAPACITY], gridX = new int[CAPACITY], gridY = new int[CAPACITY], gridZ = new int[CAPACITY],
-            block = new int[CAPACITY], smem = new int[CAPACITY], op = new int[CAPACITY];
+    private final CudaKernel[] kernel = new CudaKernel[CHUNK_OPS];
+    private final long[][] args = new long[CHUNK_OPS][Launch.MAX_ARGS];
+    private final int[] nArgs = new int[CHUNK_OPS], gridX = new int[CHUNK_OPS], gridY = new int[CHUNK_OPS], gridZ = new int[CHUNK_OPS],
+            block = new int[CHUNK_OPS], smem = new int[CHUNK_OPS];
     private int count;
     private int chunkLimit = FIRST_CHUNK_OPS;   // where the current chunk is cut
     private long hash;
@@ -134,7 +116,6 @@ final class LaunchQueue {
     long graphKernels;
     long eagerKernels;
     long graphsBuilt;
-    long branches;   // side-lane forks issued
 
     LaunchQueue(CudaDevice device, CUstream_st stream, Arena arena, boolean graphs, int idCapacity) {
         this.device = device;
@@ -149,65 +130,13 @@ final class LaunchQueue {
         this.idCapacity = idCapacity;
         hostStep = arena.allocate(4L * (STEP_HEADER_INTS + idCapacity), 16);
         deviceStep = device.mallocRaw(4L * (STEP_HEADER_INTS + idCapacity), "the step block");
-        side = new CUstream_st();
-        Cuda.check(cuStreamCreate(side, CU_STREAM_NON_BLOCKING), "cuStreamCreate", "the side lane's stream");
-        forkEvent = new CUevent_st();
-        joinEvent = new CUevent_st();
-        Cuda.check(cuEventCreate(forkEvent, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "the side lane's fork");
-        Cuda.check(cuEventCreate(joinEvent, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "the side lane's join");
     }
 
     // ---- launching ------------------------------------------------------------------------------
 
     /** The builder of the next launch of k (its arguments go straight into the next descriptor). */
     Launch begin(CudaKernel k) {
-        if (count == CAPACITY) throw new IllegalStateException(k.name + ": a side branch longer than " + BRANCH_OPS + " launches past a chunk's " + CHUNK_OPS);
         return launch.begin(k, args[count], count);
-    }
-
-    // ---- the side lane ------------------------------------------------------------------------------
-
-    /** Opens a branch (launches may go to the side stream after everything issued so far); none while profiling. */
-    void fork() {
-        if (branchOpen) throw new IllegalStateException("a side branch is open already on " + device.name);
-        if (profile != null) return;
-        if (count == CAPACITY) endChunk();
-        marker(OP_FORK);
-        branchOpen = true;
-        branches++;
-    }
-
-    /** The next launches go to the side stream (inside an open branch; otherwise they stay on the main stream). */
-    void toSide() {
-        lane = branchOpen ? OP_SIDE : OP_MAIN;
-    }
-
-    /** The next launches go to the main stream again (the branch stays open). */
-    void toMain() {
-        lane = OP_MAIN;
-    }
-
-    /** Joins the open branch (the main stream waits for what the side issued); nothing if none is open. */
-    void join() {
-        lane = OP_MAIN;
-        if (!branchOpen) return;
-        if (count == CAPACITY) throw new IllegalStateException("a side branch longer than " + BRANCH_OPS + " launches past a chunk's " + CHUNK_OPS);
-        marker(OP_JOIN);   // (not cut: the branch is still open while the join is recorded)
-        branchOpen = false;
-    }
-
-    boolean branchOpen() {
-        return branchOpen;
-    }
-
-    private void marker(int what) {
-        int i = count;
-        kernel[i] = null;
-        nArgs[i] = 0;
-        gridX[i] = gridY[i] = gridZ[i] = block[i] = smem[i] = 0;
-        op[i] = what;
-        markers++;
-        record(i);
     }
 
     void submit(int index, CudaKernel k, int n, int gx, int gy, int gz, int bx, int dynSmem) {
@@ -216,7 +145,6 @@ final class LaunchQueue {
             // something between begin and go took the stream (and ended the chunk): the arguments went elsewhere
             throw new IllegalStateException(k.name + ": the launch queue moved on while this launch's arguments were being written");
         }
-        op[i] = lane;
         kernel[i] = k;
         nArgs[i] = n;
         gridX[i] = gx;
@@ -226,11 +154,6 @@ final class LaunchQueue {
         smem[i] = dynSmem;
         if ((k.reads & CudaKernel.READS_POS) != 0) chunkReadsPos = true;
         if ((k.reads & CudaKernel.READS_IDS) != 0) chunkReadsIds = true;
-        record(i);
-    }
-
-    /** Descriptor i (the next one) is written: counted, matched against the cached graphs or launched, the chunk cut. */
-    private void record(int i) {
         count++;
         hash = hash * 1_000_003L + descriptorHash(i);
         switch (state) {
@@ -258,7 +181,7 @@ final class LaunchQueue {
             }
             default -> launchEager(i);
         }
-        if (count >= chunkLimit && !branchOpen) {
+        if (count >= chunkLimit) {
             endChunk();
             chunkLimit = Math.min(CHUNK_OPS, 2 * chunkLimit);
         }
@@ -279,7 +202,6 @@ final class LaunchQueue {
     }
 
     private void endChunk() {
-        if (branchOpen) join();   // (the rest of the branch on the main stream)
         if (count == 0) {
             prologue();
             resetChunk();
@@ -293,7 +215,7 @@ final class LaunchQueue {
                 Cuda.check(cuGraphLaunch(g.exec, stream), "cuGraphLaunch", "replaying a chunk of " + count + " launches");
                 g.lastUse = ++clock;
                 graphLaunches++;
-                graphKernels += count - markers;
+                graphKernels += count;
                 resetChunk();
                 return;
             }
@@ -311,7 +233,6 @@ final class LaunchQueue {
 
     private void resetChunk() {
         count = 0;
-        markers = 0;
         hash = 0;
         state = IDLE;
         nCandidates = 0;
@@ -320,7 +241,7 @@ final class LaunchQueue {
     }
 
     private long descriptorHash(int i) {
-        long h = System.identityHashCode(kernel[i]) + 7L * op[i];
+        long h = System.identityHashCode(kernel[i]);
         h = h * 31 + gridX[i];
         h = h * 31 + gridY[i];
         h = h * 31 + gridZ[i];
@@ -332,38 +253,16 @@ final class LaunchQueue {
     }
 
     private void launchEager(int i) {
-        if (op[i] == OP_FORK || op[i] == OP_JOIN) {
-            Cuda.check(issue(i), op[i] == OP_FORK ? "cuStreamWaitEvent" : "cuEventRecord", "the side lane's " + (op[i] == OP_FORK ? "fork" : "join"));
-            return;
-        }
+        long[] a = args[i];
+        for (int j = 0; j < nArgs[i]; j++) nativeSlots.setAtIndex(ValueLayout.JAVA_LONG, j, a[j]);
         if (profile != null) profile.before(kernel[i].name, stream);
-        int rc = issue(i);
+        int rc = cuLaunchKernel(kernel[i].fn, gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
         if (profile != null) profile.after(stream);
         if (rc != 0) {
             Cuda.check(rc, "cuLaunchKernel", "launching " + kernel[i].name + " (grid " + gridX[i] + "x" + gridY[i] + "x" + gridZ[i] + ", block "
                     + block[i] + ", " + smem[i] + " bytes of dynamic shared memory)");
         }
         eagerKernels++;
-    }
-
-    /** Descriptor i on its stream (eagerly, or under capture): a launch, or the fork's or join's event record and wait. */
-    private int issue(int i) {
-        switch (op[i]) {
-            case OP_FORK -> {
-                int rc = cuEventRecord(forkEvent, stream);
-                return rc != 0 ? rc : cuStreamWaitEvent(side, forkEvent, 0);
-            }
-            case OP_JOIN -> {
-                int rc = cuEventRecord(joinEvent, side);
-                return rc != 0 ? rc : cuStreamWaitEvent(stream, joinEvent, 0);
-            }
-            default -> {
-                long[] a = args[i];
-                for (int j = 0; j < nArgs[i]; j++) nativeSlots.setAtIndex(ValueLayout.JAVA_LONG, j, a[j]);
-                return cuLaunchKernel(kernel[i].fn, gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], op[i] == OP_SIDE ? side : stream, params,
-                        (PointerPointer<?>) null);
-            }
-        }
     }
 
     // ---- profiling --------------------------------------------------------------------------------
@@ -378,7 +277,6 @@ final class LaunchQueue {
     void startProfile() {
         if (profile != null) throw new IllegalStateException("a profile is already running on " + device.name);
         flush();
-        lane = OP_MAIN;
         profile = new Profile();
         profileGraphs = graphsEnabled;
         graphsEnabled = false;
@@ -445,7 +343,7 @@ final class LaunchQueue {
     static final class Graph {
         final CudaKernel[] kernel;
         final long[][] args;
-        final int[] nArgs, gridX, gridY, gridZ, block, smem, op;
+        final int[] nArgs, gridX, gridY, gridZ, block, smem;
         final int length;
         final CUgraphExec_st exec;
         final long firstHash;
@@ -462,15 +360,14 @@ final class LaunchQueue {
             gridZ = java.util.Arrays.copyOf(q.gridZ, length);
             block = java.util.Arrays.copyOf(q.block, length);
             smem = java.util.Arrays.copyOf(q.smem, length);
-            op = java.util.Arrays.copyOf(q.op, length);
             this.exec = exec;
             firstHash = q.descriptorHash(0);
         }
 
         /** Whether launch i of this graph is descriptor i of the queue's chunk. */
         boolean matches(LaunchQueue q, int i) {
-            if (kernel[i] != q.kernel[i] || op[i] != q.op[i] || gridX[i] != q.gridX[i] || gridY[i] != q.gridY[i] || gridZ[i] != q.gridZ[i]
-                    || block[i] != q.block[i] || smem[i] != q.smem[i] || nArgs[i] != q.nArgs[i]) {
+            if (kernel[i] != q.kernel[i] || gridX[i] != q.gridX[i] || gridY[i] != q.gridY[i] || gridZ[i] != q.gridZ[i] || block[i] != q.block[i]
+                    || smem[i] != q.smem[i] || nArgs[i] != q.nArgs[i]) {
                 return false;
             }
             long[] a = args[i], b = q.args[i];
@@ -488,7 +385,11 @@ final class LaunchQueue {
             return;
         }
         int launchRc = 0;
-        for (int i = 0; i < count && launchRc == 0; i++) launchRc = issue(i);   // (a fork and its join make a branch of the graph)
+        for (int i = 0; i < count && launchRc == 0; i++) {
+            long[] a = args[i];
+            for (int j = 0; j < nArgs[i]; j++) nativeSlots.setAtIndex(ValueLayout.JAVA_LONG, j, a[j]);
+            launchRc = cuLaunchKernel(kernel[i].fn, gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
+        }
         rc = cuStreamEndCapture(stream, graph);
         if (launchRc != 0 || rc != 0) {
             if (rc == 0) cuGraphDestroy(graph);
@@ -649,8 +550,5 @@ final class LaunchQueue {
     void close() {
         dropGraphs();
         device.freeRaw(deviceStep);
-        cuEventDestroy(forkEvent);
-        cuEventDestroy(joinEvent);
-        cuStreamDestroy(side);
     }
 }

@@ -377,16 +377,8 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         Buffer xn = rs.xn.rows(n), router = r.router.rows(n), proj = r.proj.rows(n);
         Buffer eg = r.eGate.rows(slots), eu = r.eUp.rows(slots), ed = r.eDown.rows(slots);
         Buffer sg = r.fGate.rows(n), su = r.fUp.rows(n), so = r.shared.rows(n);
-        boolean side = fuse && w.gateShexp != null;
-        if (side) {   // the whole shared expert beside the routed ones (it reads xn and writes sg, su and so only)
-            b.beginSide(n);
-            b.matmulEach(xn, List.of(w.gateShexp, w.upShexp), List.of(sg, su));
-            b.siluMul(sg, su, sg);
-            b.matmul(sg, w.downShexp, so);
-            b.endSide();
-        } else if (w.gateShexp != null) {   // its gate and up first: on a GPU they read the norm's 16-bit copy of xn as it is
-            b.matmulEach(xn, List.of(w.gateShexp, w.upShexp), List.of(sg, su));
-        }
+        // the shared expert's gate and up first: on a GPU they read the norm's 16-bit copy of xn as it is
+        if (w.gateShexp != null) b.matmulEach(xn, List.of(w.gateShexp, w.upShexp), List.of(sg, su));
         b.matmul(xn, w.router, router);
         tr.record(MOE_ROUTER, layer, router);
         b.route(router, m.normTopkProb(), r.routing);
@@ -398,7 +390,10 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         b.expertMatmul(eg, w.downExps, r.routing, ed);
         tr.record(MOE_DOWN, layer, ed);
         if (fuse) {
-            if (side) b.joinSide();
+            if (w.gateShexp != null) {
+                b.siluMul(sg, su, sg);
+                b.matmul(sg, w.downShexp, so);
+            }
             Buffer shared = w.gateShexp != null ? so : null;
             Weight gate = w.gateShexp != null ? w.sharedGate : null;
             if (nextNorm == null) b.addMoeOutput(ed, r.routing, shared, xn, gate, proj, rs.x.rows(n));

@@ -9,7 +9,6 @@ import dev.v100.runtime.model.ModelOptions;
 import dev.v100.runtime.testing.TestBundles;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -126,48 +125,6 @@ class CudaModelTest {
             }
             assertModelNmse(got[1], cpu, what + " against the CPU reference");
         }));
-    }
-
-    /**
-     * The hybrid MoE's shared expert on the side lane (a second stream beside the routed experts, branches of the replayed
-     * graphs) against the same model with every op on one stream (-Dv100.cuda.sideLane=false): bit for bit the same logits,
-     * prompt and decode steps (graphs replaying) and a decode batch of three sequences; the side lane was taken (branches
-     * issued) only where it is on.
-     */
-    @Test
-    void sharedExpertBesideTheRoutedOnesIsTheSameModel() {
-        device();
-        Path bundle = dev.v100.runtime.testing.HybridBundles.write(tmp.resolve("side-lane"), dev.v100.runtime.testing.HybridBundles.small(), GgmlType.Q8_0, 10, 1);
-        ModelOptions opts = new ModelOptions(Verify.CRC, 64, 4);
-        float[][] got = new float[2][], batch = new float[2][];
-        long[] branches = new long[2];
-        for (int on = 0; on < 2; on++) {
-            if (on == 0) System.setProperty(CudaBackend.SIDE_LANE_PROPERTY, "false");
-            try {
-                CudaModels.Loaded l = CudaModels.open(bundle, opts, options());
-                try (DecoderModel gpu = l.model()) {
-                    long b0 = l.device().launchCounters()[4];
-                    got[on] = promptAndSteps(gpu, 12);
-                    int[] slots = {1, 3, 0};
-                    for (int i = 0; i < slots.length; i++) gpu.forward(slots[i], java.util.Arrays.copyOf(PROMPT, 5 + 3 * i), 0, false);
-                    float[] all = new float[0];
-                    for (int s = 0; s < 4; s++) {
-                        float[] l3 = gpu.decode(slots, new int[] {3 + s, 7 + s, 11 + s}, new int[] {5 + s, 8 + s, 11 + s});
-                        int at = all.length;
-                        all = java.util.Arrays.copyOf(all, at + l3.length);
-                        System.arraycopy(l3, 0, all, at, l3.length);
-                    }
-                    batch[on] = all;
-                    branches[on] = l.device().launchCounters()[4] - b0;
-                }
-            } finally {
-                System.clearProperty(CudaBackend.SIDE_LANE_PROPERTY);
-            }
-        }
-        assertEquals(0, branches[0], "no side lane with -Dv100.cuda.sideLane=false");
-        assertTrue(branches[1] > 0, "the shared expert must take the side lane");
-        assertArrayEquals(got[0], got[1], "prompt and decode steps: side lane vs one stream");
-        assertArrayEquals(batch[0], batch[1], "a decode batch of three: side lane vs one stream");
     }
 
     /**
