@@ -1190,6 +1190,88 @@ struct MmaQ8 {
 };
 static_assert(32 * 17 * 4 <= GEMV_MMA_ROWS * GEMV_MMA_LD * 2, "MmaQ8::arrange's words fit a warp's tile");
 
+// Q6_K (210-byte super-blocks: ql[128], qh[64], int8 scales[16], d): chunk c is 64 columns of super-block sb = c / 4,
+// half hf = (c / 2) % 2 of it, p = c % 2: elements 128 hf + 64 p + 32 h + l (half h = 0, 1 of the chunk, l < 32) are
+// ggml's j = 2 p + h: ql byte 64 hf + 32 h + l (its low nibble for p 0, high for p 1), bits 2 j, 2 j + 1 of qh byte
+// 128 + 32 hf + l, scale 8 hf + 2 j + l / 16, value d sc (q - 32). Super-blocks start 2-byte aligned, so a lane's own
+// row would be 2-byte loads: the warp loads its 32 rows' 64 ql and 32 qh bytes coalesced instead (17 and 9 words a row
+// from the 4-byte boundary below: rows a multiple of 4 bytes, KernelCatalog.gemvMmaTakes), turns them around through
+// its tile (as MmaQ8) and shifts out the odd super-block's 2 bytes; scales and d are a lane's own (three 2-byte loads).
+// q - 32 is exact in fp16 ((1024 + q) - 1056, or (1024 + 16 q) / 16 - 96, the two high bits or-ed in with the nibble),
+// then w = fp16(fp16(d sc) (q - 32)): two roundings (sc (q - 32) can pass fp16's exact integers; RefMma.q6kWeights).
+#define H2_MINUS_1056 0xE420E420u
+#define H2_MINUS_96 0xD600D600u
+struct MmaQ6k {
+    struct Raw { unsigned a[17], b[9], sc, meta; };   // ql words, qh words, the chunk's 4 scales, d | p << 16 | odd << 17
+    static const int PERMUTE = 1;
+    static __device__ __forceinline__ Raw load(const WView& w, const unsigned char* row, i64 r, int c, i64 r0, int rows) {
+        int lane = threadIdx.x & 31, sb = c >> 2, hf = (c >> 1) & 1, p = c & 1;
+        const unsigned char* base = w.data + r0 * w.rowBytes + 210 * (i64) sb;   // row r0's super-block (2-byte aligned)
+        const unsigned char* ql = reinterpret_cast<const unsigned char*>(reinterpret_cast<size_t>(base + 64 * hf) & ~(size_t) 3);
+        const unsigned char* qh = reinterpret_cast<const unsigned char*>(reinterpret_cast<size_t>(base + 128 + 32 * hf) & ~(size_t) 3);
+        i64 last = (i64) rows - 1 - r0;
+        Raw q;
+#pragma unroll
+        for (int m = 0; m < 17; m++) {
+            int i = 32 * m + lane, j = i / 17;
+            q.a[m] = __ldg(reinterpret_cast<const unsigned*>(ql + min((i64) j, last) * w.rowBytes + 4 * (i - 17 * j)));
+        }
+#pragma unroll
+        for (int m = 0; m < 9; m++) {
+            int i = 32 * m + lane, j = i / 9;
+            q.b[m] = __ldg(reinterpret_cast<const unsigned*>(qh + min((i64) j, last) * w.rowBytes + 4 * (i - 9 * j)));
+        }
+        const unsigned char* own = row + 210 * (i64) sb;
+        q.sc = ld16(own + 192 + 8 * hf + 4 * p) | (ld16(own + 194 + 8 * hf + 4 * p) << 16);
+        q.meta = ld16(own + 208) | ((unsigned) p << 16) | ((unsigned) (sb & 1) << 17);
+        return q;
+    }
+    // the warp's words of its 32 rows -> this lane's row's, then the odd super-block's 2 bytes shifted out
+    static __device__ __forceinline__ void arrange(Raw& q, h16* tile) {
+        unsigned* s = reinterpret_cast<unsigned*>(tile);
+        int lane = threadIdx.x & 31, sh = 16 * ((q.meta >> 17) & 1);
+#pragma unroll
+        for (int m = 0; m < 17; m++) s[32 * m + lane] = q.a[m];
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < 17; k++) q.a[k] = s[17 * lane + k];
+        __syncwarp();
+#pragma unroll
+        for (int m = 0; m < 9; m++) s[32 * m + lane] = q.b[m];
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < 9; k++) q.b[k] = s[9 * lane + k];
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < 16; k++) q.a[k] = __funnelshift_r(q.a[k], q.a[k + 1], sh);
+#pragma unroll
+        for (int k = 0; k < 8; k++) q.b[k] = __funnelshift_r(q.b[k], q.b[k + 1], sh);
+    }
+    // k: fp16(d sc) of the half's two scales (l < 16, l >= 16), then the codes' factor and offset (p 0: 1, -1056; p 1: 1/16, -96)
+    static __device__ __forceinline__ void consts(const Raw& q, int c, int half, unsigned* k) {
+        float d = h2f((h16) (q.meta & 0xffffu));
+        k[0] = h2_splat(d * (float) (signed char) (q.sc >> (16 * half)));
+        k[1] = h2_splat(d * (float) (signed char) (q.sc >> (16 * half + 8)));
+        bool hi = (q.meta >> 16) & 1;
+        k[2] = hi ? H2_SIXTEENTH : H2_ONE;
+        k[3] = hi ? H2_MINUS_96 : H2_MINUS_1056;
+    }
+    static __device__ __forceinline__ void tile8(const Raw& q, int half, int i, const unsigned* k, unsigned* o) {
+        int p = (q.meta >> 16) & 1, s = 4 * p + 2 * half;
+        unsigned mask = p ? 0x00F000F0u : 0x000F000Fu;
+        int up = p ? 8 : 4;   // the two high bits' place: 16 or 256 times them
+        unsigned sc = i < 4 ? k[0] : k[1];
+#pragma unroll
+        for (int u = 0; u < 2; u++) {   // words i, i + 1: bytes 0 and 2, then 1 and 3
+            unsigned v = q.a[8 * half + i + u], g = q.b[i + u] >> s;
+            unsigned e02 = (g & 0x00030003u) << up, e13 = ((g >> 8) & 0x00030003u) << up;
+            o[2 * u] = hmul2(hfma2(lop3_and_or(v, mask, H2_1024 | e02), k[2], k[3]), sc);
+            o[2 * u + 1] = hmul2(hfma2(lop3_and_or(v >> 8, mask, H2_1024 | e13), k[2], k[3]), sc);
+        }
+    }
+};
+static_assert(32 * 17 * 4 <= GEMV_MMA_ROWS * GEMV_MMA_LD * 2, "MmaQ6k::arrange's words fit a warp's tile");
+
 // WARPS: the block's warps (GEMV_MMA_WARPS where the runtime launches it; the lab tries others). TR: where token row t's
 // sums go (tr.out(t), tr.add(t): X16Rows, or a MoE group's ExpertGroupRows); xh: gemv_mma_prep's (or expert_group_prep's) x.
 // NT: n-tiles of 8 token rows (a MoE expert's run of groups), tile u's x at xh + u * tileStride, n rows in all: each
@@ -1288,6 +1370,7 @@ __device__ __forceinline__ void gemv_mma_impl(const WView& w, const h16* xh, int
     }
 GEMV_MMA(q4_K, MmaQ4k)
 GEMV_MMA(q5_K, MmaQ5k)
+GEMV_MMA(q6_K, MmaQ6k)
 GEMV_MMA(w4a16, MmaW4a16)
 
 // F16 (an unquantized model's every matrix; a W4A16 model's lm_head): nothing to dequantize, so the warp's WMMA loads

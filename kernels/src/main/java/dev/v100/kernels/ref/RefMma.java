@@ -14,6 +14,7 @@ import java.lang.foreign.MemorySegment;
  *       +-65504), then w = fp16(d (sc q) + M) (one rounding: sc q is an exact integer, d fp16, the kernel's half2 fused
  *       multiply-add).</li>
  *   <li>Q5_K weights: the same with the codes' fifth bit (q + 16 h, up to 31).</li>
+ *   <li>Q6_K weights: w = fp16(fp16(d sc) (q - 32)), two roundings (sc (q - 32) is not always an fp16 integer).</li>
  *   <li>W4A16 weights: w = fp16((q - z) s), one rounding of the exact product (s is fp16 already).</li>
  *   <li>Q8_0 weights (grouped MoE experts, expert_group_mma_q8_0): w = fp16(q d), one rounding of the exact product.</li>
  * </ul>
@@ -53,6 +54,31 @@ public final class RefMma {
      */
     public static float[] q5kWeights(byte[] data, int rows, int cols) {
         return kQuantWeights("Q5_K", data, rows, cols, 176, 48, 16);
+    }
+
+    /**
+     * Q6_K rows (cols / 256 super-blocks of 210 bytes: ql[128], qh[64], int8 scales[16], fp16 d) as the kernel's fp16
+     * weights [rows * cols]: w = fp16(fp16(d sc) (q - 32)), fp16(d sc) saturated at +-65504 (the exact fp32 product rounded).
+     */
+    public static float[] q6kWeights(byte[] data, int rows, int cols) {
+        if (cols % K_BLOCK != 0) throw new IllegalArgumentException("Q6_K rows of " + cols + " columns");
+        int blocks = cols / K_BLOCK;
+        if (data.length < (long) rows * blocks * 210) throw new IllegalArgumentException(data.length + " bytes for " + rows + " Q6_K rows of " + cols);
+        float[] out = new float[rows * cols];
+        for (int r = 0; r < rows; r++) {
+            for (int sb = 0; sb < blocks; sb++) {
+                int b = (r * blocks + sb) * 210;
+                float d = Float.float16ToFloat(le16(data, b + 208));
+                for (int e = 0; e < K_BLOCK; e++) {
+                    int hf = e / 128, j = (e % 128) / 32, l = e % 32;
+                    int ql = data[b + 64 * hf + 32 * (j & 1) + l] & 0xFF, qh = data[b + 128 + 32 * hf + l] & 0xFF;
+                    int q = ((j < 2 ? ql & 15 : ql >> 4) | (((qh >> (2 * j)) & 3) << 4)) - 32;
+                    double ds = half(Math.max(-65504, Math.min(65504, (double) (d * data[b + 192 + 8 * hf + 2 * j + l / 16]))));
+                    out[r * cols + sb * K_BLOCK + e] = (float) half(ds * q);
+                }
+            }
+        }
+        return out;
     }
 
     /** Q4_K (qhAt -1) or Q5_K super-blocks of blockBytes: the header at 0, the 4-bit codes at qsAt, the fifth bits at qhAt. */

@@ -12,7 +12,7 @@ import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-/** RefMma: its fp16 rounding is Java's own for floats, and its Q4_K / Q5_K weights and x sit within fp16's rounding of the exact values. */
+/** RefMma: its fp16 rounding is Java's own for floats, and its K-quant weights and x sit within fp16's rounding of the exact values. */
 class RefMmaTest {
     @Test
     void halfRoundsAsFloatToFloat16() {
@@ -28,17 +28,21 @@ class RefMmaTest {
         assertEquals(0x1p-24, RefMma.half(0x1.8p-25));   // three quarters of the least subnormal round up to it
     }
 
-    /** |w_h - w| within the roundings of M and of the sum (2^-11 of the row's largest weight each, and a bit): Q4_K and Q5_K. */
+    /** |w_h - w| within the kernel's two roundings (2^-11 of the row's largest weight each, and a bit): Q4_K, Q5_K and Q6_K. */
     @Test
     void kQuantWeightsAreTheExactOnesWithinFp16Rounding() {
         SplittableRandom rnd = new SplittableRandom(2);
         int rows = 9, cols = 512;
-        for (GgmlType t : new GgmlType[] {GgmlType.Q4_K, GgmlType.Q5_K}) {
+        for (GgmlType t : new GgmlType[] {GgmlType.Q4_K, GgmlType.Q5_K, GgmlType.Q6_K}) {
             StoredMatrix m = RandomBlocks.matrix("w", t, rows, cols, 0.05, rnd);
             float[] exact = new float[rows * cols];
             for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(t, m.data(), cols, r, exact, r * cols);
             byte[] bytes = m.data().toArray(ValueLayout.JAVA_BYTE);
-            float[] h = t == GgmlType.Q4_K ? RefMma.q4kWeights(bytes, rows, cols) : RefMma.q5kWeights(bytes, rows, cols);
+            float[] h = switch (t) {
+                case Q4_K -> RefMma.q4kWeights(bytes, rows, cols);
+                case Q5_K -> RefMma.q5kWeights(bytes, rows, cols);
+                default -> RefMma.q6kWeights(bytes, rows, cols);
+            };
             double scale = 0;
             for (float v : exact) scale = Math.max(scale, Math.abs(v));
             int differ = 0;

@@ -534,8 +534,7 @@ public final class CudaBackend implements Backend {
     boolean mmaTakes(CudaBuffer x, CudaWeight w) {
         return mmaBatches && x.rows >= 2 && x.rows <= KernelCatalog.GEMV_MAX_TOKENS && w.kernels.gemv8Mma() != null
                 && w.vector == 0 && w.expertRows == 0 && x.cols == w.cols && w.fastGemv
-                && KernelCatalog.gemvMmaTakes(w.kernelSuffix, w.rows, w.cols)
-                && (!w.kernelSuffix.equals("f16") || w.address % KernelCatalog.GEMV_MMA_F16_ALIGN_BYTES == 0);
+                && KernelCatalog.gemvMmaTakes(w.kernelSuffix, w.rows, w.cols) && w.address % KernelCatalog.gemvMmaAlignBytes(w.kernelSuffix) == 0;
     }
 
     /** mmaTakes for every weight (a loop: this runs on every decode step's q/k/v and gate/up). */

@@ -69,7 +69,7 @@ class CudaMatmulTest {
     static boolean mma(CudaWeight w, int n) {
         return n >= 2 && n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS && w.fastGemv
                 && dev.v100.kernels.cuda.KernelCatalog.gemvMmaTakes(w.kernelSuffix, w.rows, w.cols) && !"false".equals(System.getProperty(CudaBackend.GEMV_MMA_PROPERTY))
-                && (!w.kernelSuffix.equals("f16") || w.address % dev.v100.kernels.cuda.KernelCatalog.GEMV_MMA_F16_ALIGN_BYTES == 0);
+                && w.address % dev.v100.kernels.cuda.KernelCatalog.gemvMmaAlignBytes(w.kernelSuffix) == 0;
     }
 
     /** Output rows x input columns x token rows; columns are whole blocks of the type. */
@@ -475,7 +475,7 @@ class CudaMatmulTest {
     }
 
     /**
-     * gemv8_mma_q4_K, _q5_K and _w4a16 (decode batches on the tensor cores) compute the double product of their fp16 operands
+     * gemv8_mma_q4_K, _q5_K, _q6_K and _w4a16 (decode batches on the tensor cores) compute the double product of their fp16 operands
      * (RefMma: x scaled per row by a power of two and rounded, weights dequantized with fp16 scales) up to fp32 sums, on
      * shapes with row blocks cut short and several chunks a warp; each row of a batch is bit for bit the same row in a
      * batch of other rows in another order (the product of one row does not depend on the others); matmulAdd is
@@ -488,8 +488,9 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("mma batch")) {
             SplittableRandom rnd = new SplittableRandom(31);
             for (int[] shape : new int[][] {{77, 1024}, {33, 4352}, {4096 + 40, 512}})
-            for (String kind : new String[] {"q4_K", "q5_K", "w4a16 g32", "w4a16 g128", "f16"}) {
-                int rows = kind.equals("f16") ? (shape[0] + 31) / 32 * 32 : shape[0], cols = shape[1];   // (F16: whole blocks of 32 rows)
+            for (String kind : new String[] {"q4_K", "q5_K", "q6_K", "w4a16 g32", "w4a16 g128", "f16"}) {
+                int rows = kind.equals("f16") ? (shape[0] + 31) / 32 * 32 : shape[0];   // (F16: whole blocks of 32 rows)
+                int cols = kind.equals("q6_K") ? (shape[1] + 511) / 512 * 512 : shape[1];   // (Q6_K: even super-blocks a row)
                 CudaWeight w;
                 float[] wh, dense;
                 if (kind.equals("f16")) {
@@ -501,7 +502,11 @@ class CudaMatmulTest {
                     StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", t, rows, cols, 0.05, rnd);
                     w = (CudaWeight) b.weight(m.name(), t, new long[] {rows, cols}, m.data());
                     byte[] bytes = m.data().toArray(ValueLayout.JAVA_BYTE);
-                    wh = t == GgmlType.Q4_K ? dev.v100.kernels.ref.RefMma.q4kWeights(bytes, rows, cols) : dev.v100.kernels.ref.RefMma.q5kWeights(bytes, rows, cols);
+                    wh = switch (t) {
+                        case Q4_K -> dev.v100.kernels.ref.RefMma.q4kWeights(bytes, rows, cols);
+                        case Q5_K -> dev.v100.kernels.ref.RefMma.q5kWeights(bytes, rows, cols);
+                        default -> dev.v100.kernels.ref.RefMma.q6kWeights(bytes, rows, cols);
+                    };
                     dense = denseOf(m, rows, cols);
                 } else {
                     int group = kind.endsWith("g32") ? 32 : 128;
@@ -644,22 +649,24 @@ class CudaMatmulTest {
     }
 
     /**
-     * The x16 GEMVs of Q8_0 and Q6_K take rows that are only 2-byte aligned (17 Q8_0 blocks: 578 bytes; 20 Q6_K
-     * super-blocks: 4200 bytes), and x at any 4-byte address (they read the 16-bit copy); against the twin as above.
+     * The x16 GEMVs of Q8_0 and Q6_K take rows that are only 2-byte aligned (17 Q8_0 blocks: 578 bytes; 19 Q6_K
+     * super-blocks: 3990 bytes, which also keep Q6_K's batches off gemv8_mma_q6_K), and x at any 4-byte address (they
+     * read the 16-bit copy); against the twin as above.
      */
     @Test
     void x16TakesTwoByteAlignedRowsAndUnalignedX() {
         try (CudaBackend b = backend("x16 2-byte rows")) {
             SplittableRandom rnd = new SplittableRandom(23);
             for (GgmlType t : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q6_K}) {
-                int cols = t == GgmlType.Q8_0 ? 544 : 5120;
+                int cols = t == GgmlType.Q8_0 ? 544 : 4864;
                 for (int n : new int[] {1, 3, 8}) {
                     int rows = 45;
                     StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_down.weight", t, rows, cols, 0.05, rnd);
                     float[] dense = new float[rows * cols];
                     for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(t, m.data(), cols, r, dense, r * cols);
                     CudaWeight w = (CudaWeight) b.weight(m.name(), t, new long[] {rows, cols}, m.data());
-                    assertNotEquals(0, w.rowBytes % 16, t + ": a row that is not a 16-byte multiple");
+                    assertNotEquals(0, w.rowBytes % 4, t + ": a row that is not a 4-byte multiple");
+                    assertTrue(x16(w, n), t + ", " + n + " rows: the x16 GEMV");
                     checkTwins(b, w, dense, rows, cols, n, rnd, t + " " + rows + " x " + cols + ", " + n + " rows");
                     // x one float past a 16-byte boundary: the same products
                     float[] x = halves(rnd, n * cols + 1, 1);
