@@ -1190,6 +1190,55 @@ struct MmaQ8 {
 };
 static_assert(32 * 17 * 4 <= GEMV_MMA_ROWS * GEMV_MMA_LD * 2, "MmaQ8::arrange's words fit a warp's tile");
 
+// Q4_0: a chunk is blocks 2c and 2c + 1 (18 bytes each: fp16 d, 16 bytes of codes, byte l's low nibble element l and
+// its high nibble l + 16), 36 bytes from a 4-byte boundary (rows of an even number of blocks: KernelCatalog.gemvMmaTakes).
+// The warp loads its 32 rows' 9 words of the chunk coalesced and turns them around through its tile (as MmaQ8: 9 words a
+// row, conflict-free); block 2c's codes start 2 bytes into word 0 (funnel-shifted), block 2c + 1's at word 5.
+// q - 8 is exact in fp16 ((1024 + q) - 1032, or (1024 + 16 q) / 16 - 72), then w = fp16(d (q - 8)): one rounding, the
+// weights dequant_q4_0 gives the GEMM.
+#define H2_MINUS_1032 0xE408E408u
+#define H2_MINUS_72 0xD480D480u
+struct MmaQ40 {
+    struct Raw { unsigned v[9]; };
+    static const int PERMUTE = 1;
+    static __device__ __forceinline__ Raw load(const WView& w, const unsigned char*, i64, int c, i64 r0, int rows) {
+        int lane = threadIdx.x & 31;
+        i64 last = (i64) rows - 1 - r0;
+        Raw q;
+#pragma unroll
+        for (int m = 0; m < 9; m++) {
+            int i = 32 * m + lane, j = i / 9;
+            q.v[m] = __ldg(reinterpret_cast<const unsigned*>(w.data + r0 * w.rowBytes + 36 * (i64) c + min((i64) j, last) * w.rowBytes + 4 * (i - 9 * j)));
+        }
+        return q;
+    }
+    static __device__ __forceinline__ void arrange(Raw& q, h16* tile) {
+        unsigned* s = reinterpret_cast<unsigned*>(tile);
+        int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int m = 0; m < 9; m++) s[32 * m + lane] = q.v[m];
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < 9; k++) q.v[k] = s[9 * lane + k];
+        __syncwarp();
+    }
+    static __device__ __forceinline__ void consts(const Raw& q, int c, int half, unsigned* k) {   // k: d in both halves
+        unsigned d = half ? q.v[4] >> 16 : q.v[0] & 0xffffu;
+        k[0] = d | (d << 16);
+    }
+    static __device__ __forceinline__ void tile8(const Raw& q, int half, int i, const unsigned* k, unsigned* o) {
+        bool hi = i >= 4;   // columns 16.. of the block: the high nibbles of its bytes 0..15
+        unsigned mask = hi ? 0x00F000F0u : 0x000F000Fu, f = hi ? H2_SIXTEENTH : H2_ONE, z = hi ? H2_MINUS_72 : H2_MINUS_1032;
+#pragma unroll
+        for (int u = 0; u < 2; u++) {   // code words (i & 3) + u of the block: bytes 0 and 2, then 1 and 3
+            int wd = (i & 3) + u;
+            unsigned v = half ? q.v[5 + wd] : __funnelshift_r(q.v[wd], q.v[wd + 1], 16);
+            o[2 * u] = hmul2(hfma2(lop3_and_or(v, mask, H2_1024), f, z), k[0]);
+            o[2 * u + 1] = hmul2(hfma2(lop3_and_or(v >> 8, mask, H2_1024), f, z), k[0]);
+        }
+    }
+};
+
 // Q6_K (210-byte super-blocks: ql[128], qh[64], int8 scales[16], d): chunk c is 64 columns of super-block sb = c / 4,
 // half hf = (c / 2) % 2 of it, p = c % 2: elements 128 hf + 64 p + 32 h + l (half h = 0, 1 of the chunk, l < 32) are
 // ggml's j = 2 p + h: ql byte 64 hf + 32 h + l (its low nibble for p 0, high for p 1), bits 2 j, 2 j + 1 of qh byte
@@ -1371,6 +1420,7 @@ __device__ __forceinline__ void gemv_mma_impl(const WView& w, const h16* xh, int
 GEMV_MMA(q4_K, MmaQ4k)
 GEMV_MMA(q5_K, MmaQ5k)
 GEMV_MMA(q6_K, MmaQ6k)
+GEMV_MMA(q4_0, MmaQ40)
 GEMV_MMA(w4a16, MmaW4a16)
 
 // F16 (an unquantized model's every matrix; a W4A16 model's lm_head): nothing to dequantize, so the warp's WMMA loads

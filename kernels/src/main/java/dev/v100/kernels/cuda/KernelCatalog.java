@@ -284,11 +284,12 @@ public final class KernelCatalog {
      * Whether decode batches (2..GEMV_MAX_TOKENS rows) of the type run gemv8_mma_{suffix} (weights dequantized to fp16 and
      * multiplied on the tensor cores, x in fp16 scaled per row by a power of two) rather than gemv8_x16_{suffix}: Q4_K, where the
      * x16 batch kernel is bound by instruction issue (gemv.cu, docs/BENCHMARKS.md), Q5_K and Q6_K (the _M mixes' other types;
-     * gemv8_x16_q6_K read ~0.35 TB/s at 8 rows), W4A16, and F16 (an unquantized model's matrices, a W4A16 model's lm_head:
+     * gemv8_x16_q6_K read ~0.35 TB/s at 8 rows), Q4_0, W4A16, and F16 (an unquantized model's matrices, a W4A16 model's lm_head:
      * gemv8_f16 read ~1 TB/s).
      */
     public static boolean gemvMma(String suffix) {
-        return suffix.equals("q4_K") || suffix.equals("q5_K") || suffix.equals("q6_K") || suffix.equals(W4A16_SUFFIX) || suffix.equals("f16");
+        return suffix.equals("q4_K") || suffix.equals("q5_K") || suffix.equals("q6_K") || suffix.equals("q4_0") || suffix.equals(W4A16_SUFFIX)
+                || suffix.equals("f16");
     }
 
     /**
@@ -304,11 +305,11 @@ public final class KernelCatalog {
     /** gemv8_mma_q6_K loads its rows' words coalesced: rows of an even number of 210-byte super-blocks (a multiple of 4 bytes). */
     public static final int GEMV_MMA_Q6K_COLS = 512;
 
-    /** The alignment in bytes gemv8_mma_{suffix} wants of the weight's address: F16's WMMA loads 32, Q6_K's word loads 4, else 1. */
+    /** The alignment in bytes gemv8_mma_{suffix} wants of the weight's address: F16's WMMA loads 32, Q6_K's and Q4_0's word loads 4, else 1. */
     public static int gemvMmaAlignBytes(String suffix) {
         return switch (suffix) {
             case "f16" -> GEMV_MMA_F16_ALIGN_BYTES;
-            case "q6_K" -> 4;
+            case "q6_K", "q4_0" -> 4;
             default -> 1;
         };
     }
@@ -321,7 +322,7 @@ public final class KernelCatalog {
 
     /** Whether gemv_mma_prep writes x's columns in Q4_K's order for that type's gemv8_mma_* (each 4 as 0, 2, 1, 3). */
     public static boolean gemvMmaPermutes(String suffix) {
-        return suffix.equals("q4_K") || suffix.equals("q5_K") || suffix.equals("q6_K");
+        return suffix.equals("q4_K") || suffix.equals("q5_K") || suffix.equals("q6_K") || suffix.equals("q4_0");
     }
 
     /** Bytes of gemv_mma_prep's output for cols columns (a multiple of 32): [cols][8] fp16, then 8 float factors. */

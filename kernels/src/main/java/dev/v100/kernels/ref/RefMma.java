@@ -17,6 +17,7 @@ import java.lang.foreign.MemorySegment;
  *   <li>Q6_K weights: w = fp16(fp16(d sc) (q - 32)), two roundings (sc (q - 32) is not always an fp16 integer).</li>
  *   <li>W4A16 weights: w = fp16((q - z) s), one rounding of the exact product (s is fp16 already).</li>
  *   <li>Q8_0 weights (grouped MoE experts, expert_group_mma_q8_0): w = fp16(q d), one rounding of the exact product.</li>
+ *   <li>Q4_0 weights: w = fp16((q - 8) d), one rounding of the exact product.</li>
  * </ul>
  */
 public final class RefMma {
@@ -76,6 +77,23 @@ public final class RefMma {
                     double ds = half(Math.max(-65504, Math.min(65504, (double) (d * data[b + 192 + 8 * hf + 2 * j + l / 16]))));
                     out[r * cols + sb * K_BLOCK + e] = (float) half(ds * q);
                 }
+            }
+        }
+        return out;
+    }
+
+    /** Q4_0 rows (cols / 32 blocks of 18 bytes: fp16 d, 16 bytes of codes) as the kernel's fp16 weights: w = fp16(d (q - 8)). */
+    public static float[] q4_0Weights(byte[] data, int rows, int cols) {
+        if (cols % 32 != 0) throw new IllegalArgumentException("Q4_0 rows of " + cols + " columns");
+        int blocks = cols / 32;
+        if (data.length < (long) rows * blocks * 18) throw new IllegalArgumentException(data.length + " bytes for " + rows + " Q4_0 rows of " + cols);
+        float[] out = new float[rows * cols];
+        for (int b = 0; b < rows * blocks; b++) {
+            double d = Float.float16ToFloat(le16(data, 18 * b));
+            for (int l = 0; l < 16; l++) {
+                int q = data[18 * b + 2 + l] & 0xFF;
+                out[32 * b + l] = (float) half(((q & 15) - 8) * d);
+                out[32 * b + 16 + l] = (float) half(((q >> 4) - 8) * d);
             }
         }
         return out;

@@ -55,6 +55,23 @@ class RefMmaTest {
         }
     }
 
+    /** Q4_0: d (q - 8) exact in fp32; the kernel's fp16(d (q - 8)) is its rounding. */
+    @Test
+    void q4_0WeightsAreTheExactOnesRounded() {
+        SplittableRandom rnd = new SplittableRandom(4);
+        int rows = 7, cols = 128;
+        StoredMatrix m = RandomBlocks.matrix("w", GgmlType.Q4_0, rows, cols, 0.05, rnd);
+        float[] exact = new float[rows * cols];
+        for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(GgmlType.Q4_0, m.data(), cols, r, exact, r * cols);
+        float[] h = RefMma.q4_0Weights(m.data().toArray(ValueLayout.JAVA_BYTE), rows, cols);
+        int differ = 0;
+        for (int i = 0; i < exact.length; i++) {
+            assertEquals((float) RefMma.half(exact[i]), h[i], 0f, "weight " + i);
+            if (h[i] != exact[i]) differ++;
+        }
+        assertTrue(differ > 0, "fp16 rounding changed some weights");
+    }
+
     /** W4A16: (q - z) s exact in fp32; the kernel's fp16((q - z) s) is its rounding. */
     @Test
     void w4a16WeightsAreTheExactOnesWithinFp16Rounding() {

@@ -475,7 +475,7 @@ class CudaMatmulTest {
     }
 
     /**
-     * gemv8_mma_q4_K, _q5_K, _q6_K and _w4a16 (decode batches on the tensor cores) compute the double product of their fp16 operands
+     * gemv8_mma_q4_K, _q5_K, _q6_K, _q4_0 and _w4a16 (decode batches on the tensor cores) compute the double product of their fp16 operands
      * (RefMma: x scaled per row by a power of two and rounded, weights dequantized with fp16 scales) up to fp32 sums, on
      * shapes with row blocks cut short and several chunks a warp; each row of a batch is bit for bit the same row in a
      * batch of other rows in another order (the product of one row does not depend on the others); matmulAdd is
@@ -488,7 +488,7 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("mma batch")) {
             SplittableRandom rnd = new SplittableRandom(31);
             for (int[] shape : new int[][] {{77, 1024}, {33, 4352}, {4096 + 40, 512}})
-            for (String kind : new String[] {"q4_K", "q5_K", "q6_K", "w4a16 g32", "w4a16 g128", "f16"}) {
+            for (String kind : new String[] {"q4_K", "q5_K", "q6_K", "q4_0", "w4a16 g32", "w4a16 g128", "f16"}) {
                 int rows = kind.equals("f16") ? (shape[0] + 31) / 32 * 32 : shape[0];   // (F16: whole blocks of 32 rows)
                 int cols = kind.equals("q6_K") ? (shape[1] + 511) / 512 * 512 : shape[1];   // (Q6_K: even super-blocks a row)
                 CudaWeight w;
@@ -497,7 +497,7 @@ class CudaMatmulTest {
                     StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", GgmlType.F16, rows, cols, 0.05, rnd);
                     w = (CudaWeight) b.weight(m.name(), GgmlType.F16, new long[] {rows, cols}, m.data());
                     wh = dense = denseOf(m, rows, cols);
-                } else if (kind.endsWith("_K")) {
+                } else if (kind.startsWith("q")) {
                     GgmlType t = GgmlType.byName(kind);
                     StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_up.weight", t, rows, cols, 0.05, rnd);
                     w = (CudaWeight) b.weight(m.name(), t, new long[] {rows, cols}, m.data());
@@ -505,7 +505,8 @@ class CudaMatmulTest {
                     wh = switch (t) {
                         case Q4_K -> dev.v100.kernels.ref.RefMma.q4kWeights(bytes, rows, cols);
                         case Q5_K -> dev.v100.kernels.ref.RefMma.q5kWeights(bytes, rows, cols);
-                        default -> dev.v100.kernels.ref.RefMma.q6kWeights(bytes, rows, cols);
+                        case Q6_K -> dev.v100.kernels.ref.RefMma.q6kWeights(bytes, rows, cols);
+                        default -> dev.v100.kernels.ref.RefMma.q4_0Weights(bytes, rows, cols);
                     };
                     dense = denseOf(m, rows, cols);
                 } else {
