@@ -1143,6 +1143,33 @@ struct MmaW4a16 {
     }
 };
 
+// A warp's W words a row of its 32 rows (row j's at at + j rowBytes, 4-byte aligned; rows past last repeat it), loaded
+// coalesced: lane's word m is word i % W of row i / W, i = 32 m + lane (consecutive words of two or three rows an
+// instruction, where a lane's own row would be 32 rows an instruction). warp_rows_arrange then turns them around through
+// the warp's tile (32 x W words of its 32 x GEMV_MMA_LD halves; W odd: conflict-free both ways): v becomes the lane's row's.
+template <int W>
+__device__ __forceinline__ void warp_rows_load(const unsigned char* at, i64 rowBytes, i64 last, unsigned* v) {
+    static_assert(32 * W * 4 <= GEMV_MMA_ROWS * GEMV_MMA_LD * 2, "a warp's rows fit its tile");
+    int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int m = 0; m < W; m++) {
+        int i = 32 * m + lane, j = i / W;
+        unsigned off = (unsigned) min((i64) j, last) * (unsigned) rowBytes + 4u * (i - W * j);   // (32 rows: < 4 GB)
+        v[m] = __ldg(reinterpret_cast<const unsigned*>(at + off));
+    }
+}
+template <int W>
+__device__ __forceinline__ void warp_rows_arrange(unsigned* v, h16* tile) {
+    unsigned* s = reinterpret_cast<unsigned*>(tile);
+    int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int m = 0; m < W; m++) s[32 * m + lane] = v[m];
+    __syncwarp();
+#pragma unroll
+    for (int k = 0; k < W; k++) v[k] = s[W * lane + k];
+    __syncwarp();
+}
+
 // Q8_0: a chunk is blocks 2c and 2c + 1 (34 bytes each: fp16 d, 32 int8 codes), 68 bytes from a 4-byte boundary (rows
 // of whole chunks: a multiple of 68 bytes). The warp loads its 32 rows' 17 words of the chunk coalesced (word 32 m + lane
 // of the 32 x 17, consecutive words of two or three rows an instruction: a lane's own row 4 bytes at a time was L1-bound,
@@ -1155,26 +1182,11 @@ struct MmaQ8 {
     struct Raw { unsigned v[17]; };
     static const int PERMUTE = 0;
     static __device__ __forceinline__ Raw load(const WView& w, const unsigned char*, i64, int c, i64 r0, int rows) {
-        int lane = threadIdx.x & 31;
         Raw q;
-#pragma unroll
-        for (int m = 0; m < 17; m++) {
-            int i = 32 * m + lane, j = i / 17;
-            unsigned off = (unsigned) min((i64) j, (i64) rows - 1 - r0) * (unsigned) w.rowBytes + 4u * (i - 17 * j);   // (32 rows: < 4 GB)
-            q.v[m] = __ldg(reinterpret_cast<const unsigned*>(w.data + r0 * w.rowBytes + 68 * c + off));
-        }
+        warp_rows_load<17>(w.data + r0 * w.rowBytes + 68 * c, w.rowBytes, (i64) rows - 1 - r0, q.v);
         return q;
     }
-    static __device__ __forceinline__ void arrange(Raw& q, h16* tile) {
-        unsigned* s = reinterpret_cast<unsigned*>(tile);   // 32 x 17 words of the warp's 32 x GEMV_MMA_LD halves
-        int lane = threadIdx.x & 31;
-#pragma unroll
-        for (int m = 0; m < 17; m++) s[32 * m + lane] = q.v[m];
-        __syncwarp();
-#pragma unroll
-        for (int k = 0; k < 17; k++) q.v[k] = s[17 * lane + k];
-        __syncwarp();
-    }
+    static __device__ __forceinline__ void arrange(Raw& q, h16* tile) { warp_rows_arrange<17>(q.v, tile); }
     static __device__ __forceinline__ void consts(const Raw& q, int c, int half, unsigned* k) {   // k: d in both halves
         unsigned d = half ? q.v[8] >> 16 : q.v[0] & 0xffffu;
         k[0] = d | (d << 16);
@@ -1188,7 +1200,6 @@ struct MmaQ8 {
         }
     }
 };
-static_assert(32 * 17 * 4 <= GEMV_MMA_ROWS * GEMV_MMA_LD * 2, "MmaQ8::arrange's words fit a warp's tile");
 
 // Q4_0: a chunk is blocks 2c and 2c + 1 (18 bytes each: fp16 d, 16 bytes of codes, byte l's low nibble element l and
 // its high nibble l + 16), 36 bytes from a 4-byte boundary (rows of an even number of blocks: KernelCatalog.gemvMmaTakes).
@@ -1202,26 +1213,11 @@ struct MmaQ40 {
     struct Raw { unsigned v[9]; };
     static const int PERMUTE = 1;
     static __device__ __forceinline__ Raw load(const WView& w, const unsigned char*, i64, int c, i64 r0, int rows) {
-        int lane = threadIdx.x & 31;
-        i64 last = (i64) rows - 1 - r0;
         Raw q;
-#pragma unroll
-        for (int m = 0; m < 9; m++) {
-            int i = 32 * m + lane, j = i / 9;
-            q.v[m] = __ldg(reinterpret_cast<const unsigned*>(w.data + r0 * w.rowBytes + 36 * (i64) c + min((i64) j, last) * w.rowBytes + 4 * (i - 9 * j)));
-        }
+        warp_rows_load<9>(w.data + r0 * w.rowBytes + 36 * (i64) c, w.rowBytes, (i64) rows - 1 - r0, q.v);
         return q;
     }
-    static __device__ __forceinline__ void arrange(Raw& q, h16* tile) {
-        unsigned* s = reinterpret_cast<unsigned*>(tile);
-        int lane = threadIdx.x & 31;
-#pragma unroll
-        for (int m = 0; m < 9; m++) s[32 * m + lane] = q.v[m];
-        __syncwarp();
-#pragma unroll
-        for (int k = 0; k < 9; k++) q.v[k] = s[9 * lane + k];
-        __syncwarp();
-    }
+    static __device__ __forceinline__ void arrange(Raw& q, h16* tile) { warp_rows_arrange<9>(q.v, tile); }
     static __device__ __forceinline__ void consts(const Raw& q, int c, int half, unsigned* k) {   // k: d in both halves
         unsigned d = half ? q.v[4] >> 16 : q.v[0] & 0xffffu;
         k[0] = d | (d << 16);
@@ -1254,22 +1250,13 @@ struct MmaQ6k {
     struct Raw { unsigned a[17], b[9], sc, meta; };   // ql words, qh words, the chunk's 4 scales, d | p << 16 | odd << 17
     static const int PERMUTE = 1;
     static __device__ __forceinline__ Raw load(const WView& w, const unsigned char* row, i64 r, int c, i64 r0, int rows) {
-        int lane = threadIdx.x & 31, sb = c >> 2, hf = (c >> 1) & 1, p = c & 1;
+        int sb = c >> 2, hf = (c >> 1) & 1, p = c & 1;
         const unsigned char* base = w.data + r0 * w.rowBytes + 210 * (i64) sb;   // row r0's super-block (2-byte aligned)
         const unsigned char* ql = reinterpret_cast<const unsigned char*>(reinterpret_cast<size_t>(base + 64 * hf) & ~(size_t) 3);
         const unsigned char* qh = reinterpret_cast<const unsigned char*>(reinterpret_cast<size_t>(base + 128 + 32 * hf) & ~(size_t) 3);
-        i64 last = (i64) rows - 1 - r0;
         Raw q;
-#pragma unroll
-        for (int m = 0; m < 17; m++) {
-            int i = 32 * m + lane, j = i / 17;
-            q.a[m] = __ldg(reinterpret_cast<const unsigned*>(ql + min((i64) j, last) * w.rowBytes + 4 * (i - 17 * j)));
-        }
-#pragma unroll
-        for (int m = 0; m < 9; m++) {
-            int i = 32 * m + lane, j = i / 9;
-            q.b[m] = __ldg(reinterpret_cast<const unsigned*>(qh + min((i64) j, last) * w.rowBytes + 4 * (i - 9 * j)));
-        }
+        warp_rows_load<17>(ql, w.rowBytes, (i64) rows - 1 - r0, q.a);
+        warp_rows_load<9>(qh, w.rowBytes, (i64) rows - 1 - r0, q.b);
         const unsigned char* own = row + 210 * (i64) sb;
         q.sc = ld16(own + 192 + 8 * hf + 4 * p) | (ld16(own + 194 + 8 * hf + 4 * p) << 16);
         q.meta = ld16(own + 208) | ((unsigned) p << 16) | ((unsigned) (sb & 1) << 17);
@@ -1277,20 +1264,9 @@ struct MmaQ6k {
     }
     // the warp's words of its 32 rows -> this lane's row's, then the odd super-block's 2 bytes shifted out
     static __device__ __forceinline__ void arrange(Raw& q, h16* tile) {
-        unsigned* s = reinterpret_cast<unsigned*>(tile);
-        int lane = threadIdx.x & 31, sh = 16 * ((q.meta >> 17) & 1);
-#pragma unroll
-        for (int m = 0; m < 17; m++) s[32 * m + lane] = q.a[m];
-        __syncwarp();
-#pragma unroll
-        for (int k = 0; k < 17; k++) q.a[k] = s[17 * lane + k];
-        __syncwarp();
-#pragma unroll
-        for (int m = 0; m < 9; m++) s[32 * m + lane] = q.b[m];
-        __syncwarp();
-#pragma unroll
-        for (int k = 0; k < 9; k++) q.b[k] = s[9 * lane + k];
-        __syncwarp();
+        int sh = 16 * ((q.meta >> 17) & 1);
+        warp_rows_arrange<17>(q.a, tile);
+        warp_rows_arrange<9>(q.b, tile);
 #pragma unroll
         for (int k = 0; k < 16; k++) q.a[k] = __funnelshift_r(q.a[k], q.a[k + 1], sh);
 #pragma unroll
@@ -1319,7 +1295,6 @@ struct MmaQ6k {
         }
     }
 };
-static_assert(32 * 17 * 4 <= GEMV_MMA_ROWS * GEMV_MMA_LD * 2, "MmaQ6k::arrange's words fit a warp's tile");
 
 // WARPS: the block's warps (GEMV_MMA_WARPS where the runtime launches it; the lab tries others). TR: where token row t's
 // sums go (tr.out(t), tr.add(t): X16Rows, or a MoE group's ExpertGroupRows); xh: gemv_mma_prep's (or expert_group_prep's) x.
