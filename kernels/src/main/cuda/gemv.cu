@@ -965,7 +965,7 @@ GEMV_X16(q5_K, WT_Q5_K, Q5kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(q6_K, WT_Q6_K, Q6kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 
-// ---- Decode batches (2..8 token rows) on the tensor cores: Q4_K and W4A16 (gemv8_mma_<t>, _multi) ------------------
+// ---- Decode batches (2..8 token rows) on the tensor cores: Q4_K, Q5_K, Q6_K, Q4_0, W4A16, F16 (gemv8_mma_<t>, _multi) -
 // gemv8_x16_q4_K costs ~7 thread instructions a weight at 8 token rows (two dp4a per 4 weights and token row, each
 // row's float epilogue an item): bound by instruction issue, 4.4x the time of one row (tools/device/gemv_lab.cu
 // `mma`, docs/BENCHMARKS.md). Here a warp dequantizes 32 weight rows x 64 columns (a chunk: 32 bytes of 4-bit codes a
@@ -1081,7 +1081,9 @@ struct MmaQ4k {
 // Q5_K: Q4_K's chunk (qs bytes 32 jj .. + 32 of super-block c / 4, jj = c % 4, the same scales and column order) with
 // each code's fifth bit from the 32 qh bytes (byte l: bit 2 jj for element l of sub-block 2 jj, 2 jj + 1 for sub-block
 // 2 jj + 1), shifted right by 2 jj at the load: then bit 0 of each byte is half 0's, bit 1 half 1's. It is or-ed in
-// with the exponent: 1024 + q + 16 h (bit 4 of the half) or 1024 + 16 (q + 16 h) (bit 8), below 2048: exact.
+// with the exponent: 1024 + q + 16 h (bit 4 of the half) or 1024 + 16 (q + 16 h) (bit 8), below 2048: exact. MmaQ4k's
+// sc q = (1024 + q) sc - 1024 sc then passes fp16's range in its product ((1024 + 31) 63 = 66465): still exact, since
+// the half2 fma rounds once, its result sc q <= 1953.
 struct MmaQ5k {
     struct Raw { uint4 h, a0, a1, b0, b1; };   // header, codes, fifth bits
     static const int PERMUTE = 1;
@@ -1206,7 +1208,8 @@ struct MmaQ8 {
 // The warp loads its 32 rows' 9 words of the chunk coalesced and turns them around through its tile (as MmaQ8: 9 words a
 // row, conflict-free); block 2c's codes start 2 bytes into word 0 (funnel-shifted), block 2c + 1's at word 5.
 // q - 8 is exact in fp16 ((1024 + q) - 1032, or (1024 + 16 q) / 16 - 72), then w = fp16(d (q - 8)): one rounding, the
-// weights dequant_q4_0 gives the GEMM.
+// weights dequant_q4_0 gives the GEMM (but past fp16's range: dequant saturates at +-65504, hmul2 gives +-inf; a block's
+// d would have to pass 8188).
 #define H2_MINUS_1032 0xE408E408u
 #define H2_MINUS_72 0xD480D480u
 struct MmaQ40 {

@@ -305,7 +305,11 @@ public final class KernelCatalog {
     /** gemv8_mma_q6_K loads its rows' words coalesced: rows of an even number of 210-byte super-blocks (a multiple of 4 bytes). */
     public static final int GEMV_MMA_Q6K_COLS = 512;
 
-    /** The alignment in bytes gemv8_mma_{suffix} wants of the weight's address: F16's WMMA loads 32, Q6_K's and Q4_0's word loads 4, else 1. */
+    /**
+     * The alignment in bytes gemv8_mma_{suffix} wants of the weight's address beyond what its one-row GEMV takes (the
+     * launcher checks both: Q4_K's, Q5_K's and W4A16's 16-byte loads are the fast GEMV's): F16's WMMA loads 32, Q6_K's and
+     * Q4_0's word loads 4, else 1.
+     */
     public static int gemvMmaAlignBytes(String suffix) {
         return switch (suffix) {
             case "f16" -> GEMV_MMA_F16_ALIGN_BYTES;
@@ -389,9 +393,11 @@ public final class KernelCatalog {
 
     /**
      * Whether grouped expert stacks of that type run on the tensor cores (expert_group_prep + expert_group_mma_*: fp16 x and
-     * weights, as the GEMM of a prefill chunk) rather than expert_group_x16_*: Q4_K, W4A16 and Q8_0 with whole
-     * GEMV_MMA_CHUNK_COLS-column chunks (Q4_K and Q8_0 measured faster so on the H200, BENCHMARKS; W4A16 runs Q4_K's kernel
-     * with its own dequantization, not measured). The launcher also wants the stack's address 4-byte aligned (MmaQ8's loads).
+     * weights, as the GEMM of a prefill chunk) rather than expert_group_x16_*: Q4_K, Q5_K, W4A16 and Q8_0 with whole
+     * GEMV_MMA_CHUNK_COLS-column chunks (Q4_K and Q8_0 measured faster so on the H200, BENCHMARKS; W4A16 and Q5_K run Q4_K's
+     * kernel with their own dequantization; Q6_K's measured no faster and stays on the x16 groups). The launcher also wants
+     * the stack's address and rows 4-byte aligned (MmaQ8's word loads); the 16-byte loads of Q4_K, Q5_K and W4A16 are the
+     * fast GEMV's (the expert kernels run only where it takes the stack).
      */
     public static boolean expertGroupMmaTakes(String suffix, long cols) {
         return expertGroupMma(suffix) && cols % GEMV_MMA_CHUNK_COLS == 0;

@@ -505,8 +505,8 @@ public final class CudaBackend implements Backend {
 
     /**
      * gemv_x16_* (one token row) or gemv8_x16_* (up to 8): x quantized to 16 bits by gemv_x16_quantize (unless
-     * the scratch still holds this x), then the GEMV. A decode batch the tensor cores take ({@link #mmaTakes}: Q4_K,
-     * W4A16, F16) runs gemv_mma_prep and the type's gemv8_mma_* instead.
+     * the scratch still holds this x), then the GEMV. A decode batch the tensor cores take ({@link #mmaTakes}:
+     * KernelCatalog.gemvMma's types) runs gemv_mma_prep and the type's gemv8_mma_* instead.
      */
     private void gemvX16(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         gemvX16(x, w, out, 0, 1f);

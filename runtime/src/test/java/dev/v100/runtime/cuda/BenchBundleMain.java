@@ -11,8 +11,8 @@ import java.util.Locale;
  * Writes the synthetic bench bundles (random weights, real geometry) where no model can be downloaded:
  * {@code BenchBundleMain OUT_PREFIX TYPE GEOMETRY TPxPP...} writes {@code OUT_PREFIX-tpTppP} per layout.
  * TYPE is a ggml type (every tensor stored so), {@code Q4_K_M} or {@code Q5_K_M} (llama geometries, as llama.cpp's _M
- * mixes store them: the layer matrices in Q4_K / Q5_K but attn_v and ffn_down of its use_more_bits layers in Q6_K,
- * token_embd and output in Q6_K) or {@code W4A16-gG} (layer matrices in the W4A16 layout with group size G, embedding
+ * mixes store them: the layer matrices and token_embd in Q4_K / Q5_K, but attn_v and ffn_down of its use_more_bits
+ * layers and output in Q6_K) or {@code W4A16-gG} (layer matrices in the W4A16 layout with group size G, embedding
  * and head F16); GEOMETRY is {@code llama1B}, {@code llama8B} or {@code qwen36-35B-A3B}
  * (the hybrid MoE, {@link HybridBundles}: pp 1, any tp).
  * Example: {@code BenchBundleMain /tmp/b8 Q4_K llama8B 1x1 2x1}.

@@ -446,8 +446,8 @@ class CudaMatmulTest {
     }
 
     /**
-     * x16 types: each row of a decode batch (gemv8_x16_*) comes out bit for bit as that row alone (gemv_x16_*). Q4_K's
-     * batches run gemv8_mma_q4_K (mmaBatch... below); here with it turned off, its gemv8_x16_q4_K.
+     * x16 types: each row of a decode batch (gemv8_x16_*) comes out bit for bit as that row alone (gemv_x16_*). The
+     * batches of KernelCatalog.gemvMma's types run gemv8_mma_* (mmaBatch... below); here with it turned off, gemv8_x16_*.
      */
     @Test
     void x16BatchRowsAreEachRowAloneBitForBit() {
@@ -668,6 +668,7 @@ class CudaMatmulTest {
                     CudaWeight w = (CudaWeight) b.weight(m.name(), t, new long[] {rows, cols}, m.data());
                     assertNotEquals(0, w.rowBytes % 4, t + ": a row that is not a 4-byte multiple");
                     assertTrue(x16(w, n), t + ", " + n + " rows: the x16 GEMV");
+                    assertFalse(b.mmaTakes((CudaBuffer) b.allocate("x", n, cols), w), t + ", " + n + " rows: not the tensor cores");
                     checkTwins(b, w, dense, rows, cols, n, rnd, t + " " + rows + " x " + cols + ", " + n + " rows");
                     // x one float past a 16-byte boundary: the same products
                     float[] x = halves(rnd, n * cols + 1, 1);

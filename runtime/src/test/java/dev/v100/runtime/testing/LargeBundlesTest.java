@@ -61,7 +61,8 @@ class LargeBundlesTest {
 
     /**
      * A llama.cpp _M mix (BenchBundleMain's Q4_K_M): attn_v and ffn_down of use_more_bits layers (of 32: the first and last
-     * four and every third between, 16 in all; of tinyBench's 2: the last) in Q6_K, the rest Q4_K; it loads and runs.
+     * four and every third between, 16 in all; of tinyBench's 2: the last) and output in Q6_K, the rest (token_embd too)
+     * Q4_K; it loads and runs.
      */
     @Test
     void kQuantMixStoresMoreBitsWhereLlamaCppDoes() {
@@ -78,6 +79,7 @@ class LargeBundlesTest {
             }
             assertEquals("Q4_K", dtype.get("blk.1.attn_q.weight"));
             assertEquals("Q6_K", dtype.get("output.weight"));
+            assertEquals("Q4_K", dtype.get("token_embd.weight"), "llama.cpp's _M mixes keep the embedding in the base type");
         }
         try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
             float[] logits = model.forward(new int[] {1, 5, 9}, 0, false);

@@ -367,14 +367,17 @@ public final class TestBundles {
         return layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
     }
 
-    /** As {@link #declarations(Spec)}; moreBits (if not null) the type of attn_v and ffn_down in {@link #moreBits} layers. */
+    /**
+     * As {@link #declarations(Spec)}; moreBits (if not null: a llama.cpp _M mix) the type of attn_v and ffn_down in
+     * {@link #moreBits} layers, and token_embd then in the layers' type (the mix stores only output in embType).
+     */
     static List<Decl> declarations(Spec s, GgmlType moreBits) {
         if (s.ropeFreqs || s.bias || s.qkNorm) {
             throw new IllegalArgumentException("large bundles are plain llama geometry (no rope_freqs, biases or q/k norms): " + s);
         }
         List<Decl> decls = new ArrayList<>();
         long q = (long) s.heads * s.headDim, kv = (long) s.kvHeads * s.headDim;
-        decls.add(new Decl("token_embd.weight", -1, s.embType, new long[] {s.vocab, s.hidden}, 1.0, false));
+        decls.add(new Decl("token_embd.weight", -1, moreBits != null ? s.matType : s.embType, new long[] {s.vocab, s.hidden}, 1.0, false));
         for (int l = 0; l < s.layers; l++) {
             String p = "blk." + l + ".";
             decls.add(new Decl(p + "attn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1, false));

@@ -1,0 +1,53 @@
+package dev.v100.kernels.cuda;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * KernelCatalog's routing rules for the decode GEMVs, which the launchers and the GPU tests both follow: which types run
+ * the x16 and the tensor-core kernels, on which shapes and alignments (the word loads of Q6_K's and Q4_0's tensor-core
+ * kernels, rows of whole chunks), and that each type so routed has its kernels in the catalog.
+ */
+class KernelCatalogRoutingTest {
+    @Test
+    void everyRoutedTypeHasItsKernels() {
+        for (String t : KernelCatalog.allWeightSuffixes()) {
+            if (KernelCatalog.gemvX16(t)) {
+                for (String k : new String[] {"gemv_x16_", "gemv8_x16_", "expert_gemv_x16_", "expert_group_x16_"}) {
+                    assertTrue(KernelCatalog.has(k + t), k + t);
+                }
+            }
+            if (KernelCatalog.gemvMma(t)) {
+                assertTrue(KernelCatalog.has("gemv8_mma_" + t) && KernelCatalog.has("gemv8_mma_" + t + "_multi"), "gemv8_mma_" + t);
+            }
+            if (KernelCatalog.expertGroupMma(t)) assertTrue(KernelCatalog.has("expert_group_mma_" + t), "expert_group_mma_" + t);
+        }
+        for (String t : new String[] {"q4_0", "q4_K", "q5_K", "q6_K", "q8_0", KernelCatalog.W4A16_SUFFIX}) assertTrue(KernelCatalog.gemvX16(t), t);
+        for (String t : new String[] {"q4_0", "q4_K", "q5_K", "q6_K", "f16", KernelCatalog.W4A16_SUFFIX}) assertTrue(KernelCatalog.gemvMma(t), t);
+        assertFalse(KernelCatalog.gemvMma("q8_0"), "Q8_0 batches stay on gemv8_x16 (measured slower on the tensor cores)");
+    }
+
+    @Test
+    void tensorCoreBatchesTakeWholeChunksAndAlignedRows() {
+        // every type: whole 64-column chunks
+        assertTrue(KernelCatalog.gemvMmaTakes("q4_K", 33, 4096));
+        assertFalse(KernelCatalog.gemvMmaTakes("q4_0", 33, 4096 + 32), "a row of a half chunk");
+        // Q6_K: rows of an even number of 210-byte super-blocks (4-byte multiples for the warp's word loads)
+        assertTrue(KernelCatalog.gemvMmaTakes("q6_K", 33, 4096));
+        assertTrue(KernelCatalog.gemvMmaTakes("q6_K", 33, 5120));
+        assertFalse(KernelCatalog.gemvMmaTakes("q6_K", 33, 4864), "19 super-blocks a row: 3990 bytes");
+        assertFalse(KernelCatalog.gemvMmaTakes("q6_K", 33, 256));
+        // F16: whole blocks of 32 rows
+        assertFalse(KernelCatalog.gemvMmaTakes("f16", 33, 4096));
+        assertTrue(KernelCatalog.gemvMmaTakes("f16", 64, 4096));
+        // the weight's address beyond the one-row GEMV's own alignment
+        assertEquals(KernelCatalog.GEMV_MMA_F16_ALIGN_BYTES, KernelCatalog.gemvMmaAlignBytes("f16"));
+        assertEquals(4, KernelCatalog.gemvMmaAlignBytes("q6_K"));
+        assertEquals(4, KernelCatalog.gemvMmaAlignBytes("q4_0"));
+        assertEquals(2, KernelCatalog.gemvAlignBytes("q4_0"), "Q4_0's one-row x16 GEMV reads 2-byte-aligned blocks");
+        // expert groups: Q6_K stays on the x16 groups
+        assertTrue(KernelCatalog.expertGroupMmaTakes("q5_K", 2048));
+        assertFalse(KernelCatalog.expertGroupMmaTakes("q6_K", 2048));
+    }
+}
