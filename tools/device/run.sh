@@ -18,7 +18,7 @@ OUT=${OUT:-$root/.device/out}
 LOGS=/tmp/v100-device-logs   # raw test output; $OUT gets the reports (the device tool returns at most 8 files)
 mkdir -p "$OUT" "$LOGS"
 STEPS=${STEPS:-"info tests golden kbench bench hf"}
-BENCH_SETS=${BENCH_SETS:-"llama1B:Q4_K llama8B:Q4_K llama8B:W4A16-g128 qwen36-35B-A3B:Q8_0"}
+BENCH_SETS=${BENCH_SETS:-"llama1B:Q4_K llama8B:Q4_K llama8B:Q4_K_M llama8B:W4A16-g128 qwen36-35B-A3B:Q8_0"}
 HF_GEOMETRY=${HF_GEOMETRY:-llama8B}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # keep NCCL off NVLink multicast on the shared hosts (not used here, but never risk it)
