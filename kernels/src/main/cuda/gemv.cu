@@ -650,9 +650,9 @@ struct Q8_0Item {
 // Q4_0 (18-byte blocks: d, 16 bytes of codes): an item is a block, its codes read as one 2-byte-aligned 16-byte run:
 // byte l's low nibble is element l, its high nibble element l + 16, w = d (q - 8): sum (q - 8) x16 = sum q x16 - 8 sum x16
 // (the x16 sums of the unit's two halves, as W4A16's zero point takes them).
-struct Q40X {
-    unsigned h[8], l[8];
-    float s, xsum;
+struct Q40X {   // Q8_0's x of the unit and the sum of its x16 (s times the sum of its 32 rounded values)
+    Q8X x;
+    float xsum;
 };
 struct Q40W {
     unsigned lo[4], hi[4];
@@ -665,9 +665,7 @@ struct Q4_0Item {
     typedef Q40W W;
     static __device__ __forceinline__ X x(const unsigned char* xq, int K, int u, int tid) {
         X16 x = x16_view(xq, K);
-        uint4 h0 = ldg16(x.hi + 32 * u), h1 = ldg16(x.hi + 32 * u + 16), l0 = ldg16(x.lo + 32 * u), l1 = ldg16(x.lo + 32 * u + 16);
-        return X{{h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w}, {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w}, __ldg(x.scale + u),
-                 __ldg(x.sum16 + 2 * u) + __ldg(x.sum16 + 2 * u + 1)};
+        return X{Q8_0Item::x(xq, K, u, tid), __ldg(x.sum16 + 2 * u) + __ldg(x.sum16 + 2 * u + 1)};
     }
     static __device__ __forceinline__ W w(const WView& v, i64 r, int u, int tid) {
         const unsigned char* b = v.data + r * v.rowBytes + 18 * (i64) u;
@@ -686,10 +684,10 @@ struct Q4_0Item {
         int ih = 0, il = 0;
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            ih = dp4_hi(w.lo[k], x.h[k], ih); il = dp4_lo(w.lo[k], x.l[k], il);
-            ih = dp4_hi(w.hi[k], x.h[4 + k], ih); il = dp4_lo(w.hi[k], x.l[4 + k], il);
+            ih = dp4_hi(w.lo[k], x.x.h[k], ih); il = dp4_lo(w.lo[k], x.x.l[k], il);
+            ih = dp4_hi(w.hi[k], x.x.h[4 + k], ih); il = dp4_lo(w.hi[k], x.x.l[4 + k], il);
         }
-        return w.d * ((float) (256 * ih + il) * x.s - 8.f * x.xsum);
+        return w.d * ((float) (256 * ih + il) * x.x.s - 8.f * x.xsum);
     }
 };
 
