@@ -62,9 +62,7 @@ public final class RefMma {
      * weights [rows * cols]: w = fp16(fp16(d sc) (q - 32)), fp16(d sc) saturated at +-65504 (the exact fp32 product rounded).
      */
     public static float[] q6kWeights(byte[] data, int rows, int cols) {
-        if (cols % K_BLOCK != 0) throw new IllegalArgumentException("Q6_K rows of " + cols + " columns");
-        int blocks = cols / K_BLOCK;
-        if (data.length < (long) rows * blocks * 210) throw new IllegalArgumentException(data.length + " bytes for " + rows + " Q6_K rows of " + cols);
+        int blocks = blocks("Q6_K", data, rows, cols, K_BLOCK, 210);
         float[] out = new float[rows * cols];
         for (int r = 0; r < rows; r++) {
             for (int sb = 0; sb < blocks; sb++) {
@@ -84,9 +82,7 @@ public final class RefMma {
 
     /** Q4_0 rows (cols / 32 blocks of 18 bytes: fp16 d, 16 bytes of codes) as the kernel's fp16 weights: w = fp16(d (q - 8)). */
     public static float[] q4_0Weights(byte[] data, int rows, int cols) {
-        if (cols % 32 != 0) throw new IllegalArgumentException("Q4_0 rows of " + cols + " columns");
-        int blocks = cols / 32;
-        if (data.length < (long) rows * blocks * 18) throw new IllegalArgumentException(data.length + " bytes for " + rows + " Q4_0 rows of " + cols);
+        int blocks = blocks("Q4_0", data, rows, cols, 32, 18);
         float[] out = new float[rows * cols];
         for (int b = 0; b < rows * blocks; b++) {
             double d = Float.float16ToFloat(le16(data, 18 * b));
@@ -101,9 +97,7 @@ public final class RefMma {
 
     /** Q4_K (qhAt -1) or Q5_K super-blocks of blockBytes: the header at 0, the 4-bit codes at qsAt, the fifth bits at qhAt. */
     private static float[] kQuantWeights(String type, byte[] data, int rows, int cols, int blockBytes, int qsAt, int qhAt) {
-        if (cols % K_BLOCK != 0) throw new IllegalArgumentException(type + " rows of " + cols + " columns");
-        int blocks = cols / K_BLOCK;
-        if (data.length < (long) rows * blocks * blockBytes) throw new IllegalArgumentException(data.length + " bytes for " + rows + " " + type + " rows of " + cols);
+        int blocks = blocks(type, data, rows, cols, K_BLOCK, blockBytes);
         float[] out = new float[rows * cols];
         int[] sc = new int[8], mn = new int[8];
         for (int r = 0; r < rows; r++) {
@@ -152,15 +146,21 @@ public final class RefMma {
 
     /** Q8_0 rows (cols / 32 blocks of 34 bytes each, from offset 0 of data) as the kernel's fp16 weights [rows * cols]. */
     public static float[] q8_0Weights(byte[] data, int rows, int cols) {
-        if (cols % 32 != 0) throw new IllegalArgumentException("Q8_0 rows of " + cols + " columns");
-        int blocks = cols / 32;
-        if (data.length < (long) rows * blocks * 34) throw new IllegalArgumentException(data.length + " bytes for " + rows + " Q8_0 rows of " + cols);
+        int blocks = blocks("Q8_0", data, rows, cols, 32, 34);
         float[] out = new float[rows * cols];
         for (int b = 0; b < rows * blocks; b++) {
             double d = Float.float16ToFloat(le16(data, 34 * b));
             for (int l = 0; l < 32; l++) out[32 * b + l] = (float) half(data[34 * b + 2 + l] * d);
         }
         return out;
+    }
+
+    /** The blocks of blockCols columns a row of type holds, after checking that rows of them fit data. */
+    private static int blocks(String type, byte[] data, int rows, int cols, int blockCols, int blockBytes) {
+        if (cols % blockCols != 0) throw new IllegalArgumentException(type + " rows of " + cols + " columns");
+        int blocks = cols / blockCols;
+        if (data.length < (long) rows * blocks * blockBytes) throw new IllegalArgumentException(data.length + " bytes for " + rows + " " + type + " rows of " + cols);
+        return blocks;
     }
 
     private static short le16(byte[] a, int at) {
