@@ -243,6 +243,8 @@ __device__ __forceinline__ void gemv_direct_impl(const WView& w, const float* __
 // 2^-16 of the unit's largest |x|) is the only difference from the fp32 twin. Layout of the K-column buffer
 // (KernelCatalog.gemvX16Bytes): hi [K] bytes, lo [K] bytes, s [K / 32] floats, sums [K / 16] floats.
 #define GEMV_X16_ROWS 2
+// rows a block of the x16 GEMVs whose x16 loads outweigh their weight bytes most (GemvPlan below)
+#define GEMV_X16_WIDE_ROWS 4
 #define GEMV_X16_THREADS 64
 // gemv_x16_q4_K: resident blocks a multiprocessor must fit (at most 64 registers: two items at once, GemvPlan U)
 #define GEMV_X16_Q4K_MIN_BLOCKS 16
@@ -413,6 +415,18 @@ __device__ __forceinline__ void ld16_aligned2(const unsigned char* p, unsigned* 
     v[4] = sh ? ld16(p + 14) : 0u;
 #pragma unroll
     for (int k = 0; k < 4; k++) out[k] = __funnelshift_r(v[k], v[k + 1], sh);
+}
+
+// The 12 bytes at p, 2-byte aligned (Q3_K's scales), as 3 words, as ld16_aligned2 (nothing outside [p - 2, p + 12) is read)
+__device__ __forceinline__ void ld12_aligned2(const unsigned char* p, unsigned* out) {
+    const unsigned* base = reinterpret_cast<const unsigned*>(reinterpret_cast<size_t>(p) & ~(size_t) 3);
+    int sh = (int) (reinterpret_cast<size_t>(p) & 3) * 8;
+    unsigned v[4];
+#pragma unroll
+    for (int k = 0; k < 3; k++) v[k] = __ldg(base + k);
+    v[3] = sh ? ld16(p + 10) : 0u;
+#pragma unroll
+    for (int k = 0; k < 3; k++) out[k] = __funnelshift_r(v[k], v[k + 1], sh);
 }
 
 // Q4_K: an item is 16 stored bytes, qs bytes 32 jj + 16 h .. + 16 of super-block it / 8 (jj = (it / 2) % 4,
@@ -755,21 +769,135 @@ struct Q6kItem {
     }
 };
 
+// Q3_K and Q2_K (110- and 84-byte super-blocks) pack 2-bit codes as Q6_K's low bits are packed: qs byte 32 hf + l holds
+// element 128 hf + 32 j + l at bits 2j..2j+1 (j = 0..3), one scale per 16 elements (index 8 hf + 2 j + l / 16), so an item
+// is Q6_K's: 64 elements of super-block it / 4, half hf = (it / 2) % 2, l-group g = it % 2 (elements 128 hf + 32 j + 16 g
+// .. + 16, j = 0..3, one scale each), with Q6_K's x (Q6kX: the 4 units' x16, scales and sums of 16).
+// Q3_K { hmask[32], qs[64], scales[12], d }: the code of element e is ((qs >> 2j) & 3) | 4 * (bit 4 hf + j of hmask[l]),
+// 0..7, the value (code - 4) times d (scale - 32) (ggml's dequantize_row_q3_K: "- 4 unless the hmask bit"); scale j of the
+// item (6 bits, index i = 8 hf + 2 j + g): the low nibble hf of byte 2 j + g, the high 2 bits those at 4 hf + 2 (j / 2) of
+// byte 8 + 2 (j % 2) + g. sum (code - 4) x16 = sum code x16 - 4 sum x16 per 16 elements.
+struct Q3kW {
+    unsigned q[4], hm[4];
+    int sc[4];
+    float d;
+};
+struct Q3kItem {
+    static const int SHIFT = 6;
+    static const bool INLINE = true;
+    typedef Q6kX X;
+    typedef Q3kW W;
+    static __device__ __forceinline__ X x(const unsigned char* xq, int K, int it, int tid) {
+        return Q6kItem::x(xq, K, it, tid);
+    }
+    static __device__ __forceinline__ W w(const WView& v, i64 r, int it, int tid) {
+        int g = tid & 1, hf = (tid >> 1) & 1;
+        const unsigned char* b = v.data + r * v.rowBytes + 110 * (i64) (it >> 2);
+        W o;
+        unsigned hm[4], sc[3];
+        ld16_aligned2(b + 32 + 32 * hf + 16 * g, o.q);
+        ld16_aligned2(b + 16 * g, hm);
+        ld12_aligned2(b + 96, sc);
+#pragma unroll
+        for (int k = 0; k < 4; k++) o.hm[k] = hm[k] >> (4 * hf);   // bit j of each byte: sub-block 4 hf + j
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int at = 8 * (2 * (j & 1) + g) + 4 * hf;
+            int low = (sc[j >> 1] >> at) & 15, high = (sc[2] >> (at + 2 * (j >> 1))) & 3;
+            o.sc[j] = (low | (high << 4)) - 32;
+        }
+        o.d = ldh(b + 108);
+        return o;
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        int ih[4] = {0, 0, 0, 0}, il[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            unsigned c[4] = {(w.q[k] & 0x03030303u) | ((w.hm[k] << 2) & 0x04040404u), ((w.q[k] >> 2) & 0x03030303u) | ((w.hm[k] << 1) & 0x04040404u),
+                             ((w.q[k] >> 4) & 0x03030303u) | (w.hm[k] & 0x04040404u), ((w.q[k] >> 6) & 0x03030303u) | ((w.hm[k] >> 1) & 0x04040404u)};
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                ih[j] = dp4_hi(c[j], x.h[j][k], ih[j]);
+                il[j] = dp4_lo(c[j], x.l[j][k], il[j]);
+            }
+        }
+        float t = 0.f;
+#pragma unroll
+        for (int j = 0; j < 4; j++) t += (float) w.sc[j] * (x.s[j] * (float) (256 * ih[j] + il[j]) - 4.f * x.sum[j]);
+        return w.d * t;
+    }
+};
+
+// Q2_K { scales[16], qs[64], d, dmin } (84 bytes: blocks 4-byte aligned): the code of element e is (qs >> 2j) & 3, the
+// value d (sc & 15) code - dmin (sc >> 4) with sc = scales[8 hf + 2 j + g] (ggml's dequantize_row_q2_K)
+struct Q2kW {
+    unsigned q[4];
+    unsigned sc;   // the item's 4 scale bytes (scales 8 hf + g + 2 j), byte j
+    float d, dmin;
+};
+struct Q2kItem {
+    static const int SHIFT = 6;
+    static const bool INLINE = true;
+    typedef Q6kX X;
+    typedef Q2kW W;
+    static __device__ __forceinline__ X x(const unsigned char* xq, int K, int it, int tid) {
+        return Q6kItem::x(xq, K, it, tid);
+    }
+    static __device__ __forceinline__ W w(const WView& v, i64 r, int it, int tid) {
+        int g = tid & 1, hf = (tid >> 1) & 1;
+        const unsigned* b = reinterpret_cast<const unsigned*>(v.data + r * v.rowBytes + 84 * (i64) (it >> 2));
+        W o;
+#pragma unroll
+        for (int k = 0; k < 4; k++) o.q[k] = __ldg(b + 4 + 8 * hf + 4 * g + k);
+        o.sc = __byte_perm(__ldg(b + 2 * hf), __ldg(b + 2 * hf + 1), g | (g + 2) << 4 | (g + 4) << 8 | (g + 6) << 12);
+        unsigned dd = __ldg(b + 20);
+        o.d = h2f((h16) (dd & 0xffffu));
+        o.dmin = h2f((h16) (dd >> 16));
+        return o;
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        int ih[4] = {0, 0, 0, 0}, il[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                unsigned c = (w.q[k] >> (2 * j)) & 0x03030303u;
+                ih[j] = dp4_hi(c, x.h[j][k], ih[j]);
+                il[j] = dp4_lo(c, x.l[j][k], il[j]);
+            }
+        }
+        float a = 0.f, m = 0.f;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            unsigned sc = (w.sc >> (8 * j)) & 0xffu;
+            a += (float) (sc & 15) * (x.s[j] * (float) (256 * ih[j] + il[j]));
+            m += (float) (sc >> 4) * x.sum[j];
+        }
+        return w.d * a - w.dmin * m;
+    }
+};
+
 // Which n = 1 kernel a type runs (see the top of this file); KernelCatalog.gemvRowsPerBlock mirrors ROWS.
 #define GEMV_PLAN_STAGED 0
 #define GEMV_PLAN_DIRECT 1
 #define GEMV_PLAN_X16 2
 // U: an x16 type's items a thread loads at once in the one-token-row kernel gemv_x16_<t> (gemv_x16_impl's U; the lab
 // measured Q4_K 70.2 -> 65.8 us an 8B layer with 2, the others no faster; the _multi kernels keep 1: with 2,
-// Q4_K's spilled at 64 registers)
-template <int T> struct GemvPlan { static const int KIND = GEMV_PLAN_STAGED, ROWS = GEMV_STAGED_ROWS, U = 1; };
-template <> struct GemvPlan<WT_F16> { static const int KIND = GEMV_PLAN_DIRECT, ROWS = GEMV_DIRECT_ROWS, U = 1; };
-template <> struct GemvPlan<WT_W4A16> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
-template <> struct GemvPlan<WT_Q4_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 2; };
-template <> struct GemvPlan<WT_Q8_0> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
-template <> struct GemvPlan<WT_Q6_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
-template <> struct GemvPlan<WT_Q5_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
-template <> struct GemvPlan<WT_Q4_0> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1; };
+// Q4_K's spilled at 64 registers). ROWS: weight rows a block of the one-row kernels; ROWS8: of the x16 batch kernels
+// gemv8_x16_<t> (KernelCatalog.gemvRowsPerBlock / gemvBatchRowsPerBlock). The 64-element items (Q6_K, Q3_K, Q2_K) read
+// the x16 of four units for 210 / 110 / 84 bytes of a super-block's quarter: 4 rows a block share them (8B Q6_K batch 1
+// 241 -> 292 tok/s on the H200; 8 rows: 247); Q8_0's batch kernel 4 rows (8B batch 8 795 -> 1139 tok/s; batch 1 with 4
+// rows 317 -> 305: 2 kept), docs/BENCHMARKS.md.
+template <int T> struct GemvPlan { static const int KIND = GEMV_PLAN_STAGED, ROWS = GEMV_STAGED_ROWS, U = 1, ROWS8 = GEMV_STAGED_ROWS; };
+template <> struct GemvPlan<WT_F16> { static const int KIND = GEMV_PLAN_DIRECT, ROWS = GEMV_DIRECT_ROWS, U = 1, ROWS8 = GEMV_DIRECT_ROWS; };
+template <> struct GemvPlan<WT_W4A16> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1, ROWS8 = GEMV_X16_ROWS; };
+template <> struct GemvPlan<WT_Q4_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 2, ROWS8 = GEMV_X16_ROWS; };
+template <> struct GemvPlan<WT_Q8_0> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1, ROWS8 = GEMV_X16_WIDE_ROWS; };
+template <> struct GemvPlan<WT_Q6_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_WIDE_ROWS, U = 1, ROWS8 = GEMV_X16_WIDE_ROWS; };
+template <> struct GemvPlan<WT_Q5_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1, ROWS8 = GEMV_X16_ROWS; };
+template <> struct GemvPlan<WT_Q4_0> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1, ROWS8 = GEMV_X16_ROWS; };
+template <> struct GemvPlan<WT_Q3_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_WIDE_ROWS, U = 1, ROWS8 = GEMV_X16_WIDE_ROWS; };
+template <> struct GemvPlan<WT_Q2_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_WIDE_ROWS, U = 1, ROWS8 = GEMV_X16_WIDE_ROWS; };
 
 template <int T>
 __device__ __forceinline__ void gemv_one_impl(const WView& w, const float* x, float* y, int rows) {
@@ -931,8 +1059,9 @@ static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelC
 #define GEMV_X16_KERNELS(NAME, NT, T, ITEM, BOUNDS, MULTI_BOUNDS)                                                                        \
     extern "C" __global__ void __launch_bounds__ BOUNDS NAME(WEIGHT_PARAMS, const unsigned char* xq, int n, float* y, \
                                                                         int rows, const float* addTo, float scale) {   \
-        gemv_x16_impl<ITEM, GemvPlan<T>::ROWS, NT, GEMV_X16_THREADS, NT == 1 ? GemvPlan<T>::U : 1>(WEIGHT_VIEW, xq, n, y, rows,  \
-                                                                     (i64) blockIdx.x * GemvPlan<T>::ROWS, addTo, scale);  \
+        const int R = NT == 1 ? GemvPlan<T>::ROWS : GemvPlan<T>::ROWS8;                                                  \
+        gemv_x16_impl<ITEM, R, NT, GEMV_X16_THREADS, NT == 1 ? GemvPlan<T>::U : 1>(WEIGHT_VIEW, xq, n, y, rows, (i64) blockIdx.x * R, \
+                                                                                   addTo, scale);                          \
     }                                                                                                                      \
     extern "C" __global__ void __launch_bounds__ MULTI_BOUNDS NAME##_multi(const GemvPart* parts, int nparts, int cols, \
                                                                                 const unsigned char* xq, int n) {       \
@@ -940,7 +1069,8 @@ static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelC
         while (p + 1 < nparts && (int) blockIdx.x >= parts[p + 1].blockStart) p++;                                         \
         const GemvPart& g = parts[p];                                                                                      \
         WView v{g.data, g.rowBytes, cols, g.groups, g.groupShift, g.scales, g.zeros};                                       \
-        gemv_x16_impl<ITEM, GemvPlan<T>::ROWS, NT>(v, xq, n, g.y, g.rows, (i64) (blockIdx.x - g.blockStart) * GemvPlan<T>::ROWS, nullptr, 1.f); \
+        const int R = NT == 1 ? GemvPlan<T>::ROWS : GemvPlan<T>::ROWS8;                                                  \
+        gemv_x16_impl<ITEM, R, NT>(v, xq, n, g.y, g.rows, (i64) (blockIdx.x - g.blockStart) * R, nullptr, 1.f);           \
     }
 // ONE_BOUNDS, ONE_MULTI_BOUNDS: the n = 1 kernels' __launch_bounds__ arguments (plain and _multi)
 #define GEMV_X16(SUFFIX, T, ITEM, ONE_BOUNDS, ONE_MULTI_BOUNDS)                                                                              \
@@ -956,8 +1086,8 @@ GEMV_X16(q4_0, WT_Q4_0, Q4_0Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV(q4_1, WT_Q4_1)
 GEMV(q5_0, WT_Q5_0)
 GEMV(q5_1, WT_Q5_1)
-GEMV(q2_K, WT_Q2_K)
-GEMV(q3_K, WT_Q3_K)
+GEMV_X16(q2_K, WT_Q2_K, Q2kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
+GEMV_X16(q3_K, WT_Q3_K, Q3kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(q4_K, WT_Q4_K, Q4kItem, (GEMV_X16_THREADS, GEMV_X16_Q4K_MIN_BLOCKS), (GEMV_X16_THREADS, GEMV_X16_MULTI_MIN_BLOCKS))
 GEMV_X16(q5_K, WT_Q5_K, Q5kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(q6_K, WT_Q6_K, Q6kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
@@ -1686,6 +1816,8 @@ EXPERT_GEMV_X16(q4_0, Q4_0Item)
 EXPERT_GEMV_X16(q4_K, Q4kItem)
 EXPERT_GEMV_X16(q5_K, Q5kItem)
 EXPERT_GEMV_X16(q6_K, Q6kItem)
+EXPERT_GEMV_X16(q2_K, Q2kItem)
+EXPERT_GEMV_X16(q3_K, Q3kItem)
 EXPERT_GEMV_X16(w4a16, W4a16Item)
 
 // MoE groups on the tensor cores (prefill of Q4_K, W4A16 and Q8_0 stacks: KernelCatalog.expertGroupMma): expert_group_prep

@@ -51,6 +51,11 @@ public final class KernelCatalog {
     public static final int GEMV_STAGED_ROWS = 4;
     public static final int GEMV_DIRECT_ROWS = 8;
     public static final int GEMV_X16_ROWS = 2;
+    /**
+     * Rows a block of the x16 GEMVs that read the most x16 per weight byte (gemv.cu GemvPlan): one row and batches of Q6_K, Q3_K
+     * and Q2_K (64-element items: the x16 of four units for 210 / 110 / 84 bytes of a super-block), Q8_0's batches.
+     */
+    public static final int GEMV_X16_WIDE_ROWS = 4;
     public static final int GEMV_X16_THREADS = 64;
     /**
      * gemv_x16_*_multi, gemv8_x16_*_multi: one launch for up to GEMV_MULTI_MAX_PARTS weights of one x, described by a device table of
@@ -86,7 +91,7 @@ public final class KernelCatalog {
     public static final int GEMV_MMA_PREP_PARTS = 4;
     /**
      * The fast GEMV's alignment: weight address and row stride in bytes (its 16-byte loads), columns in elements; x's
-     * address too for the float-x types. The x16 kernels of Q8_0, Q6_K and Q4_0 need less: {@link #gemvAlignBytes}.
+     * address too for the float-x types. The x16 kernels of Q8_0, Q6_K, Q4_0, Q3_K and Q2_K need less: {@link #gemvAlignBytes}.
      */
     public static final int GEMV_FAST_ALIGN_BYTES = 16;
     public static final int GEMV_FAST_COLS_MULTIPLE = 32;
@@ -261,12 +266,18 @@ public final class KernelCatalog {
         if (BY_NAME.put(name, new Kernel(module, name, threads, dyn)) != null) throw new AssertionError("kernel " + name + " twice");
     }
 
-    /** Weight rows per block of the type's one-row GEMV: as gemv.cu's GemvPlan (direct for f16, x16 for q4_0, q4_K, q5_K, q6_K, q8_0 and w4a16, else staged). */
+    /** Weight rows per block of the type's one-row GEMV: as gemv.cu's GemvPlan (direct for f16, x16 for the {@link #gemvX16} types, else staged). */
     public static int gemvRowsPerBlock(String suffix) {
         return switch (suffix) {
             case "f16" -> GEMV_DIRECT_ROWS;
+            case "q6_K", "q3_K", "q2_K" -> GEMV_X16_WIDE_ROWS;
             default -> gemvX16(suffix) ? GEMV_X16_ROWS : GEMV_STAGED_ROWS;
         };
+    }
+
+    /** Weight rows per block of the type's x16 batch GEMV gemv8_x16_* (and _multi): gemv.cu's GemvPlan ROWS8. */
+    public static int gemvBatchRowsPerBlock(String suffix) {
+        return suffix.equals("q8_0") ? GEMV_X16_WIDE_ROWS : gemvRowsPerBlock(suffix);
     }
 
     /**
@@ -275,7 +286,7 @@ public final class KernelCatalog {
      */
     public static boolean gemvX16(String suffix) {
         return switch (suffix) {
-            case "q4_0", "q4_K", "q5_K", "q6_K", "q8_0", W4A16_SUFFIX -> true;
+            case "q4_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_0", W4A16_SUFFIX -> true;
             default -> false;
         };
     }
@@ -336,11 +347,15 @@ public final class KernelCatalog {
 
     /**
      * Alignment in bytes the type's fast GEMV needs of the weight's address and row stride: 2 for the x16 kernels
-     * of Q8_0, Q6_K and Q4_0 (34-, 210- and 18-byte blocks, read as aligned words and funnel-shifted), else
-     * {@link #GEMV_FAST_ALIGN_BYTES} (16-byte loads of whole blocks).
+     * of Q8_0, Q6_K, Q4_0 and Q3_K (34-, 210-, 18- and 110-byte blocks, read as aligned words and funnel-shifted), 4 for
+     * Q2_K's (84-byte blocks read as words), else {@link #GEMV_FAST_ALIGN_BYTES} (16-byte loads of whole blocks).
      */
     public static int gemvAlignBytes(String suffix) {
-        return suffix.equals("q8_0") || suffix.equals("q6_K") || suffix.equals("q4_0") ? 2 : GEMV_FAST_ALIGN_BYTES;
+        return switch (suffix) {
+            case "q8_0", "q6_K", "q4_0", "q3_K" -> 2;
+            case "q2_K" -> 4;
+            default -> GEMV_FAST_ALIGN_BYTES;
+        };
     }
 
     /**
@@ -360,9 +375,9 @@ public final class KernelCatalog {
         return suffix.equals("f32");
     }
 
-    /** Elements of one x16 GEMV item (a thread's unit of work in a row, gemv.cu Q::SHIFT): 64 for Q6_K, else 32. */
+    /** Elements of one x16 GEMV item (a thread's unit of work in a row, gemv.cu Q::SHIFT): 64 for Q6_K, Q3_K and Q2_K, else 32. */
     public static int gemvX16ItemElems(String suffix) {
-        return suffix.equals("q6_K") ? 64 : 32;
+        return suffix.equals("q6_K") || suffix.equals("q3_K") || suffix.equals("q2_K") ? 64 : 32;
     }
 
     /** Whether an expert stack of that type and width runs expert_gemv_x16s_* (rows of at most twice GEMV_X16_SHORT_TPR items). */

@@ -23,7 +23,8 @@ class KernelCatalogRoutingTest {
             }
             if (KernelCatalog.expertGroupMma(t)) assertTrue(KernelCatalog.has("expert_group_mma_" + t), "expert_group_mma_" + t);
         }
-        for (String t : new String[] {"q4_0", "q4_K", "q5_K", "q6_K", "q8_0", KernelCatalog.W4A16_SUFFIX}) assertTrue(KernelCatalog.gemvX16(t), t);
+        for (String t : new String[] {"q4_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_0", KernelCatalog.W4A16_SUFFIX}) assertTrue(KernelCatalog.gemvX16(t), t);
+        for (String t : new String[] {"q4_1", "q5_0", "q5_1", "f16", "f32"}) assertFalse(KernelCatalog.gemvX16(t), t + ": the float-x GEMVs");
         for (String t : new String[] {"q4_0", "q4_K", "q5_K", "q6_K", "f16", KernelCatalog.W4A16_SUFFIX}) assertTrue(KernelCatalog.gemvMma(t), t);
         assertFalse(KernelCatalog.gemvMma("q8_0"), "Q8_0 batches stay on gemv8_x16 (measured slower on the tensor cores)");
     }
@@ -46,6 +47,16 @@ class KernelCatalogRoutingTest {
         assertEquals(4, KernelCatalog.gemvMmaAlignBytes("q6_K"));
         assertEquals(4, KernelCatalog.gemvMmaAlignBytes("q4_0"));
         assertEquals(2, KernelCatalog.gemvAlignBytes("q4_0"), "Q4_0's one-row x16 GEMV reads 2-byte-aligned blocks");
+        assertEquals(2, KernelCatalog.gemvAlignBytes("q3_K"), "Q3_K's 110-byte blocks");
+        assertEquals(4, KernelCatalog.gemvAlignBytes("q2_K"), "Q2_K's 84-byte blocks, read as words");
+        assertEquals(64, KernelCatalog.gemvX16ItemElems("q3_K"));
+        assertEquals(64, KernelCatalog.gemvX16ItemElems("q2_K"));
+        // rows a block (gemv.cu GemvPlan ROWS / ROWS8): the launchers' grids and _multi tables follow these
+        assertEquals(KernelCatalog.GEMV_X16_ROWS, KernelCatalog.gemvRowsPerBlock("q4_K"));
+        assertEquals(KernelCatalog.GEMV_X16_WIDE_ROWS, KernelCatalog.gemvRowsPerBlock("q3_K"));
+        assertEquals(KernelCatalog.GEMV_X16_ROWS, KernelCatalog.gemvRowsPerBlock("q8_0"));
+        assertEquals(KernelCatalog.GEMV_X16_WIDE_ROWS, KernelCatalog.gemvBatchRowsPerBlock("q8_0"));
+        assertEquals(KernelCatalog.GEMV_STAGED_ROWS, KernelCatalog.gemvRowsPerBlock("q5_0"));
         // expert groups: Q6_K stays on the x16 groups
         assertTrue(KernelCatalog.expertGroupMmaTakes("q5_K", 2048));
         assertFalse(KernelCatalog.expertGroupMmaTakes("q6_K", 2048));

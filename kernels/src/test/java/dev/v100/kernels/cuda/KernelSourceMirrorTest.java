@@ -23,7 +23,7 @@ import static org.junit.jupiter.api.Assertions.*;
 class KernelSourceMirrorTest {
     static final Path CUDA = Path.of("src/main/cuda");
     static final Pattern DEFINE = Pattern.compile("(?m)^#define\\s+(\\w+)\\s+(\\d+)\\b");
-    static final Pattern PLAN = Pattern.compile("template <> struct GemvPlan<WT_(\\w+)> \\{ static const int KIND = GEMV_PLAN_(\\w+), ROWS = (\\w+), U = \\d+; \\};");
+    static final Pattern PLAN = Pattern.compile("template <> struct GemvPlan<WT_(\\w+)> \\{ static const int KIND = GEMV_PLAN_(\\w+), ROWS = (\\w+), U = \\d+, ROWS8 = (\\w+); \\};");
 
     static Map<String, Integer> defines(String file) throws IOException {
         Map<String, Integer> out = new HashMap<>();
@@ -58,13 +58,14 @@ class KernelSourceMirrorTest {
         assertEquals(dev.v100.kernels.ref.RefMma.X_TOP, define(d, "GEMV_MMA_X_TOP", "gemv.cu"), "RefMma scales x rows as gemv_mma_prep");
         assertEquals(KernelCatalog.GEMV_MAX_TOKENS, define(d, "GEMV_MAX_N", "gemv.cu"), "token rows a GEMV takes");
 
-        Map<String, Integer> planned = new HashMap<>();
+        Map<String, Integer> planned = new HashMap<>(), planned8 = new HashMap<>();
         Set<String> x16 = new HashSet<>();
         Matcher m = PLAN.matcher(Files.readString(CUDA.resolve("gemv.cu")));
         while (m.find()) {
             String suffix = m.group(1).equals("W4A16") ? KernelCatalog.W4A16_SUFFIX
                     : m.group(1).toLowerCase(Locale.ROOT).replace("_k", "_K");
             planned.put(suffix, define(d, m.group(3), "gemv.cu"));
+            planned8.put(suffix, define(d, m.group(4), "gemv.cu"));
             if (m.group(2).equals("X16")) x16.add(suffix);
         }
         assertTrue(planned.size() >= 3, "GemvPlan specializations found in gemv.cu: " + planned);
@@ -73,6 +74,7 @@ class KernelSourceMirrorTest {
             int expected = planned.getOrDefault(suffix, KernelCatalog.GEMV_STAGED_ROWS);
             assertEquals(expected, KernelCatalog.gemvRowsPerBlock(suffix), "gemv_" + suffix + " rows per block");
             assertEquals(x16.contains(suffix), KernelCatalog.gemvX16(suffix), "gemv_x16_" + suffix + " (GemvPlan kind X16)");
+            if (x16.contains(suffix)) assertEquals(planned8.get(suffix), KernelCatalog.gemvBatchRowsPerBlock(suffix), "gemv8_x16_" + suffix + " rows per block");
         }
     }
 

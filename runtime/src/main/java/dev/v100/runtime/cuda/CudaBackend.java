@@ -521,7 +521,7 @@ public final class CudaBackend implements Backend {
             return;
         }
         long q = x16Of(x, w.cols);
-        int per = w.kernels.gemvRows();
+        int per = x.rows == 1 ? w.kernels.gemvRows() : w.kernels.gemv8Rows();
         w.params(device.launch(x.rows == 1 ? w.kernels.gemv() : w.kernels.gemv8())).ptr(q).i32(x.rows).ptr(out.address).i32((int) w.rows)
                 .ptr(addTo).f32(scale).go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_X16_THREADS, 0);
         x16Read(x, q, List.of(out));
@@ -675,10 +675,10 @@ public final class CudaBackend implements Backend {
             for (int i = 0; checkNonFinite && i < o.size(); i++) checked("matmul " + w.get(i).name, o.get(i));
             return;
         }
-        long table = gemvParts(w, o);   // (may upload: before the x16 copy's check)
+        int per = xb.rows == 1 ? w.get(0).kernels.gemvRows() : w.get(0).kernels.gemv8Rows();
+        long table = gemvParts(w, o, per);   // (may upload: before the x16 copy's check)
         long q = x16Of(xb, xb.cols);
         long blocks = 0;
-        int per = w.get(0).kernels.gemvRows();
         for (CudaWeight wi : w) blocks += (wi.rows + per - 1) / per;
         CudaWeight.Kernels k = w.get(0).kernels;
         device.launch(xb.rows == 1 ? k.gemvMulti() : k.gemv8Multi()).ptr(table).i32(w.size()).i32(xb.cols).ptr(q).i32(xb.rows)
@@ -692,8 +692,11 @@ public final class CudaBackend implements Backend {
     /** The same for gemv8_mma_*_multi (its blocks of GEMV_MMA_ROWS rows). */
     private final DeviceTables mmaPartTables = new DeviceTables("a table of tensor-core GEMV parts");
 
-    private long gemvParts(List<CudaWeight> ws, List<CudaBuffer> outs) {
-        return partTables.get(partKey(ws, outs), () -> partWords(ws, outs, ws.get(0).kernels.gemvRows()));
+    /** The table of a _multi launch whose blocks take per rows (the one-row and the batch kernels' differ for some types). */
+    private long gemvParts(List<CudaWeight> ws, List<CudaBuffer> outs, int per) {
+        List<Long> key = partKey(ws, outs);
+        key.add((long) per);
+        return partTables.get(key, () -> partWords(ws, outs, per));
     }
 
     private static List<Long> partKey(List<CudaWeight> ws, List<CudaBuffer> outs) {

@@ -39,19 +39,20 @@ final class CudaWeight implements Weight {
     /**
      * The kernels of one weight type (suffix): decode GEMV for 1 and up to 8 token rows (gemv_ and gemv8_ on fp32
      * x; or, x16, gemv_x16_ and gemv8_x16_ on x quantized to 16 bits, with _multi variants for several weights of
-     * one x, null otherwise), its rows per block for one row, the reference twin, GEMM, dequant, MoE (expertX16 and
+     * one x, null otherwise), its rows per block for one row and (x16) for a batch, the reference twin, GEMM, dequant, MoE (expertX16 and
      * expertX16Short for short rows on x16, expertGroup for slots grouped by expert, expertGroupMma for those on the
      * tensor cores; null otherwise), gather.
      */
     record Kernels(boolean x16, CudaKernel gemv, CudaKernel gemv8, CudaKernel gemvMulti, CudaKernel gemv8Multi, CudaKernel gemv8Mma,
-                   CudaKernel gemv8MmaMulti, int gemvRows, CudaKernel gemvRef, CudaKernel gemm, CudaKernel dequant, CudaKernel expert, CudaKernel expertX16,
+                   CudaKernel gemv8MmaMulti, int gemvRows, int gemv8Rows, CudaKernel gemvRef, CudaKernel gemm, CudaKernel dequant, CudaKernel expert, CudaKernel expertX16,
                    CudaKernel expertX16Short, CudaKernel expertGroup, CudaKernel expertGroupMma, CudaKernel embed) {
         static Kernels of(CudaDevice d, String suffix) {
             boolean x16 = KernelCatalog.gemvX16(suffix), mma = KernelCatalog.gemvMma(suffix);
             String one = x16 ? "gemv_x16_" : "gemv_", batch = x16 ? "gemv8_x16_" : "gemv8_";
             return new Kernels(x16, d.kernel(one + suffix), d.kernel(batch + suffix), x16 ? d.kernel(one + suffix + "_multi") : null,
                     x16 ? d.kernel(batch + suffix + "_multi") : null, mma ? d.kernel("gemv8_mma_" + suffix) : null,
-                    mma ? d.kernel("gemv8_mma_" + suffix + "_multi") : null, KernelCatalog.gemvRowsPerBlock(suffix), d.kernel("gemv_ref_" + suffix),
+                    mma ? d.kernel("gemv8_mma_" + suffix + "_multi") : null, KernelCatalog.gemvRowsPerBlock(suffix),
+                    KernelCatalog.gemvBatchRowsPerBlock(suffix), d.kernel("gemv_ref_" + suffix),
                     d.kernel("gemm_" + suffix), d.kernel("dequant_" + suffix), d.kernel("expert_gemv_" + suffix), x16 ? d.kernel("expert_gemv_x16_" + suffix) : null,
                     x16 ? d.kernel("expert_gemv_x16s_" + suffix) : null, x16 ? d.kernel("expert_group_x16_" + suffix) : null,
                     KernelCatalog.expertGroupMma(suffix) ? d.kernel("expert_group_mma_" + suffix) : null,

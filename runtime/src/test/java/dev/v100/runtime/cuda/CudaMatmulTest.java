@@ -381,7 +381,7 @@ class CudaMatmulTest {
             int cols = 512;
             int[] rows = {769, 3, 130};
             for (int n : new int[] {1, 3})
-            for (String kind : new String[] {"q4_K", "w4a16", "mixed", "x16 mixed"}) {
+            for (String kind : new String[] {"q4_K", "w4a16", "q8_0", "q3_K", "mixed", "x16 mixed"}) {
                 String what = kind + ", " + n + " token rows";
                 List<Weight> ws = new ArrayList<>();
                 List<Buffer> outs = new ArrayList<>(), singles = new ArrayList<>();
@@ -390,7 +390,8 @@ class CudaMatmulTest {
                         W4A16Layout.Geometry g = new W4A16Layout.Geometry(rows[i], cols, 128);
                         ws.add(b.w4a16Weight("blk.0.attn_q.weight", new long[] {rows[i], cols}, 128, 0, randomW4A16(g, rnd)));
                     } else {
-                        GgmlType t = i != 1 ? GgmlType.Q4_K : kind.equals("mixed") ? GgmlType.Q5_0 : kind.equals("x16 mixed") ? GgmlType.Q8_0 : GgmlType.Q4_K;
+                        GgmlType t = kind.equals("q8_0") ? GgmlType.Q8_0 : kind.equals("q3_K") ? GgmlType.Q3_K   // (x16 batches of 4 rows a block)
+                                : i != 1 ? GgmlType.Q4_K : kind.equals("mixed") ? GgmlType.Q5_0 : kind.equals("x16 mixed") ? GgmlType.Q8_0 : GgmlType.Q4_K;
                         ws.add(b.weight("blk.0.attn_q.weight", t, new long[] {rows[i], cols}, RandomBlocks.matrix("w", t, rows[i], cols, 0.05, rnd).data()));
                     }
                     outs.add(b.allocate("out" + i, n, rows[i]));
@@ -455,7 +456,7 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("x16 batch")) {
             SplittableRandom rnd = new SplittableRandom(22);
             int rows = 77, cols = 1024;
-            for (String kind : new String[] {"q4_K", "q5_K", "w4a16", "q8_0", "q6_K", "q4_0"}) {
+            for (String kind : new String[] {"q4_K", "q5_K", "w4a16", "q8_0", "q6_K", "q4_0", "q3_K", "q2_K"}) {
                 Weight w = kind.equals("w4a16")
                         ? b.w4a16Weight("blk.0.ffn_up.weight", new long[] {rows, cols}, 128, 0, randomW4A16(new W4A16Layout.Geometry(rows, cols, 128), rnd))
                         : b.weight("blk.0.ffn_up.weight", GgmlType.byName(kind), new long[] {rows, cols},
@@ -650,15 +651,16 @@ class CudaMatmulTest {
     }
 
     /**
-     * The x16 GEMVs of Q8_0 and Q6_K take rows that are only 2-byte aligned (17 Q8_0 blocks: 578 bytes; 19 Q6_K
-     * super-blocks: 3990 bytes, which also keep Q6_K's batches off gemv8_mma_q6_K), and x at any 4-byte address (they
-     * read the 16-bit copy); against the twin as above.
+     * The x16 GEMVs of Q8_0, Q6_K and Q3_K take rows that are only 2-byte aligned (17 Q8_0 blocks: 578 bytes; 19 Q6_K
+     * super-blocks: 3990 bytes, which also keep Q6_K's batches off gemv8_mma_q6_K; 19 Q3_K super-blocks: 2090 bytes), Q2_K's
+     * rows that are 4-byte aligned (19 super-blocks: 1596 bytes), and x at any 4-byte address (they read the 16-bit copy);
+     * against the twin as above.
      */
     @Test
     void x16TakesTwoByteAlignedRowsAndUnalignedX() {
         try (CudaBackend b = backend("x16 2-byte rows")) {
             SplittableRandom rnd = new SplittableRandom(23);
-            for (GgmlType t : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q6_K}) {
+            for (GgmlType t : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q6_K, GgmlType.Q3_K, GgmlType.Q2_K}) {
                 int cols = t == GgmlType.Q8_0 ? 544 : 4864;
                 for (int n : new int[] {1, 3, 8}) {
                     int rows = 45;
@@ -666,7 +668,8 @@ class CudaMatmulTest {
                     float[] dense = new float[rows * cols];
                     for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(t, m.data(), cols, r, dense, r * cols);
                     CudaWeight w = (CudaWeight) b.weight(m.name(), t, new long[] {rows, cols}, m.data());
-                    assertNotEquals(0, w.rowBytes % 4, t + ": a row that is not a 4-byte multiple");
+                    int align = t == GgmlType.Q2_K ? 16 : 4;
+                    assertNotEquals(0, w.rowBytes % align, t + ": a row that is not a " + align + "-byte multiple");
                     assertTrue(x16(w, n), t + ", " + n + " rows: the x16 GEMV");
                     assertFalse(b.mmaTakes((CudaBuffer) b.allocate("x", n, cols), w), t + ", " + n + " rows: not the tensor cores");
                     checkTwins(b, w, dense, rows, cols, n, rnd, t + " " + rows + " x " + cols + ", " + n + " rows");
