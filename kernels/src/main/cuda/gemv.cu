@@ -1427,6 +1427,109 @@ struct MmaQ6k {
     }
 };
 
+// Q3_K and Q2_K: chunk c is 64 columns of super-block sb = c / 4, hf = (c / 2) % 2, p = c % 2; half h of the chunk is
+// ggml's sub-block j = 2 p + h of half hf (elements 128 hf + 32 j + l, l < 32): 2-bit codes at bits 2 j of qs bytes
+// 32 hf + l (the same 32 bytes for every chunk of the half, at shifts 4 p + 2 h), a scale per 16 (index 8 hf + 2 j +
+// l / 16: two a half, k[0..] for l < 16 and the next ones for l >= 16, selected by tile8's i as Q6_K's). The warp loads
+// its 32 rows' qs words coalesced (9 words: an odd count, conflict-free through the tile) and turns them around (as MmaQ8).
+// Q2_K (84-byte blocks, 4-byte aligned): w = fp16(d (dl q) + fp16(-dmin m)) with dl = sc & 15, m = sc >> 4 (Q4_K's form:
+// dl q exact as (1024 + q) dl - 1024 dl in one fma, then one fma with d and the rounded min; RefMma.q2kWeights).
+struct MmaQ2k {
+    struct Raw { unsigned v[9], sc, dd, sh; };   // qs words (the 9th unused), scales 8 hf + 4 p .. + 3, d | dmin << 16, 4 p
+    static const int PERMUTE = 1;
+    static __device__ __forceinline__ Raw load(const WView& w, const unsigned char* row, i64 r, int c, i64 r0, int rows) {
+        int sb = c >> 2, hf = (c >> 1) & 1, p = c & 1;
+        Raw q;
+        warp_rows_load<9>(w.data + r0 * w.rowBytes + 84 * (i64) sb + 16 + 32 * hf, w.rowBytes, (i64) rows - 1 - r0, q.v);
+        const unsigned* own = reinterpret_cast<const unsigned*>(row + 84 * (i64) sb);
+        q.sc = __ldg(own + 2 * hf + p);
+        q.dd = __ldg(own + 20);
+        q.sh = 4 * p;
+        return q;
+    }
+    static __device__ __forceinline__ void arrange(Raw& q, h16* tile) { warp_rows_arrange<9>(q.v, tile); }
+    // k: for l < 16 (k[0..2]) and l >= 16 (k[3..5]): dl, -1024 dl, fp16(-dmin m); k[6]: d
+    static __device__ __forceinline__ void consts(const Raw& q, int c, int half, unsigned* k) {
+        float dmin = h2f((h16) (q.dd >> 16));
+#pragma unroll
+        for (int g = 0; g < 2; g++) {
+            unsigned sc = (q.sc >> (8 * (2 * half + g))) & 0xffu;
+            k[3 * g] = h2_splat((float) (sc & 15));
+            k[3 * g + 1] = h2_splat(-1024.f * (float) (sc & 15));
+            k[3 * g + 2] = h2_splat(-dmin * (float) (sc >> 4));
+        }
+        unsigned d = q.dd & 0xffffu;
+        k[6] = d | (d << 16);
+    }
+    static __device__ __forceinline__ void tile8(const Raw& q, int half, int i, const unsigned* k, unsigned* o) {
+        int s = q.sh + 2 * half, g = i < 4 ? 0 : 3;
+#pragma unroll
+        for (int u = 0; u < 2; u++) {   // words i, i + 1: bytes 0 and 2, then 1 and 3
+            unsigned v = q.v[i + u] >> s;
+            o[2 * u] = hfma2(hfma2(lop3_and_or(v, 0x00030003u, H2_1024), k[g], k[g + 1]), k[6], k[g + 2]);
+            o[2 * u + 1] = hfma2(hfma2(lop3_and_or(v >> 8, 0x00030003u, H2_1024), k[g], k[g + 1]), k[6], k[g + 2]);
+        }
+    }
+};
+// Q3_K (110-byte blocks, 2-byte aligned: rows of an even number of them, as Q6_K): the code's third bit is bit 4 hf + j of
+// hmask byte l (its 32 bytes loaded coalesced as the qs bytes, both from the 4-byte boundary below and shifted by the odd
+// super-block's 2 bytes). 1024 + code (0..7) from one lop3, code - 4 exact ((1024 + code) - 1028), times the 6-bit scale
+// less 32 (an exact integer of at most 128), times d: w = fp16(d (sc - 32) (code - 4)), one rounding (RefMma.q3kWeights).
+#define H2_MINUS_1028 0xE404E404u
+struct MmaQ3k {
+    struct Raw { unsigned a[9], m[9], lo, hi, meta; };   // qs words, hmask words, scale bytes 4 p .. + 3 and 8 .. 11, d | p << 16 | odd << 17 | hf << 18
+    static const int PERMUTE = 1;
+    static __device__ __forceinline__ Raw load(const WView& w, const unsigned char* row, i64 r, int c, i64 r0, int rows) {
+        int sb = c >> 2, hf = (c >> 1) & 1, p = c & 1;
+        const unsigned char* base = w.data + r0 * w.rowBytes + 110 * (i64) sb;   // row r0's super-block (2-byte aligned)
+        const unsigned char* qs = reinterpret_cast<const unsigned char*>(reinterpret_cast<size_t>(base + 32 + 32 * hf) & ~(size_t) 3);
+        const unsigned char* hm = reinterpret_cast<const unsigned char*>(reinterpret_cast<size_t>(base) & ~(size_t) 3);
+        Raw q;
+        warp_rows_load<9>(qs, w.rowBytes, (i64) rows - 1 - r0, q.a);
+        warp_rows_load<9>(hm, w.rowBytes, (i64) rows - 1 - r0, q.m);
+        const unsigned char* own = row + 110 * (i64) sb;
+        q.lo = ld16(own + 96 + 4 * p) | (ld16(own + 98 + 4 * p) << 16);
+        q.hi = ld16(own + 104) | (ld16(own + 106) << 16);
+        q.meta = ld16(own + 108) | ((unsigned) p << 16) | ((unsigned) (sb & 1) << 17) | ((unsigned) hf << 18);
+        return q;
+    }
+    static __device__ __forceinline__ void arrange(Raw& q, h16* tile) {
+        int sh = 16 * ((q.meta >> 17) & 1);
+        warp_rows_arrange<9>(q.a, tile);
+        warp_rows_arrange<9>(q.m, tile);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            q.a[k] = __funnelshift_r(q.a[k], q.a[k + 1], sh);
+            q.m[k] = __funnelshift_r(q.m[k], q.m[k + 1], sh);
+        }
+    }
+    // k: sc - 32 for l < 16 and l >= 16 (scale indices 8 hf + 4 p + 2 h + g: the low nibble hf of byte 2 h + g of lo, the high
+    // 2 bits at 2 (2 hf + p) of byte 2 h + g of hi), d
+    static __device__ __forceinline__ void consts(const Raw& q, int c, int half, unsigned* k) {
+        int p = (q.meta >> 16) & 1, hf = (q.meta >> 18) & 1;
+#pragma unroll
+        for (int g = 0; g < 2; g++) {
+            int at = 8 * (2 * half + g);
+            int sc = ((q.lo >> (at + 4 * hf)) & 15) | (((q.hi >> (at + 2 * (2 * hf + p))) & 3) << 4);
+            k[g] = h2_splat((float) (sc - 32));
+        }
+        unsigned d = q.meta & 0xffffu;
+        k[2] = d | (d << 16);
+    }
+    static __device__ __forceinline__ void tile8(const Raw& q, int half, int i, const unsigned* k, unsigned* o) {
+        int p = (q.meta >> 16) & 1, hf = (q.meta >> 18) & 1;
+        int s = 4 * p + 2 * half, b = 4 * hf + 2 * p + half;   // the codes' shift, the third bit's
+        unsigned sc = i < 4 ? k[0] : k[1];
+#pragma unroll
+        for (int u = 0; u < 2; u++) {   // words i, i + 1: bytes 0 and 2, then 1 and 3
+            unsigned v = q.a[i + u] >> s, g = q.m[i + u] >> b;
+            unsigned e02 = (g << 2) & 0x00040004u, e13 = (g >> 6) & 0x00040004u;
+            o[2 * u] = hmul2(hmul2(hfma2(lop3_and_or(v, 0x00030003u, H2_1024 | e02), H2_ONE, H2_MINUS_1028), sc), k[2]);
+            o[2 * u + 1] = hmul2(hmul2(hfma2(lop3_and_or(v >> 8, 0x00030003u, H2_1024 | e13), H2_ONE, H2_MINUS_1028), sc), k[2]);
+        }
+    }
+};
+
 // WARPS: the block's warps (GEMV_MMA_WARPS where the runtime launches it; the lab tries others). TR: where token row t's
 // sums go (tr.out(t), tr.add(t): X16Rows, or a MoE group's ExpertGroupRows); xh: gemv_mma_prep's (or expert_group_prep's) x.
 // NT: n-tiles of 8 token rows (a MoE expert's run of groups), tile u's x at xh + u * tileStride, n rows in all: each
@@ -1459,7 +1562,7 @@ __device__ __forceinline__ void gemv_mma_rows_impl(const WView& w, const h16* xh
         if (c + WARPS < chunks) next = Q::load(w, row, r, c + WARPS, r0, rows);
 #pragma unroll
         for (int half = 0; half < 2; half++) {
-            unsigned k[4];
+            unsigned k[8];
             Q::consts(q, c, half, k);
 #pragma unroll
             for (int i = 0; i < 8; i += 2) {
@@ -1528,6 +1631,8 @@ GEMV_MMA(q5_K, MmaQ5k)
 GEMV_MMA(q6_K, MmaQ6k)
 GEMV_MMA(q4_0, MmaQ40)
 GEMV_MMA(w4a16, MmaW4a16)
+GEMV_MMA(q3_K, MmaQ3k)
+GEMV_MMA(q2_K, MmaQ2k)
 
 // F16 (an unquantized model's every matrix; a W4A16 model's lm_head): nothing to dequantize, so the warp's WMMA loads
 // read the weight rows straight from global memory (32 rows x 16 columns a load, a 32-byte sector a row) without the
@@ -1898,6 +2003,8 @@ __device__ __forceinline__ void expert_group_mma_impl(const GemvPart* parts, int
     }
 EXPERT_GROUP_MMA(q4_K, MmaQ4k, EXPERT_GROUP_TILES)
 EXPERT_GROUP_MMA(q5_K, MmaQ5k, EXPERT_GROUP_TILES)
+EXPERT_GROUP_MMA(q3_K, MmaQ3k, EXPERT_GROUP_TILES)
+EXPERT_GROUP_MMA(q2_K, MmaQ2k, EXPERT_GROUP_TILES)
 EXPERT_GROUP_MMA(w4a16, MmaW4a16, EXPERT_GROUP_TILES)
 EXPERT_GROUP_MMA(q8_0, MmaQ8, 1)
 

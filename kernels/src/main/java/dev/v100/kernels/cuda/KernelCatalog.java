@@ -295,36 +295,41 @@ public final class KernelCatalog {
      * Whether decode batches (2..GEMV_MAX_TOKENS rows) of the type run gemv8_mma_{suffix} (weights dequantized to fp16 and
      * multiplied on the tensor cores, x in fp16 scaled per row by a power of two) rather than gemv8_x16_{suffix}: Q4_K, where the
      * x16 batch kernel is bound by instruction issue (gemv.cu, docs/BENCHMARKS.md), Q5_K and Q6_K (the _M mixes' other types;
-     * gemv8_x16_q6_K read ~0.35 TB/s at 8 rows), Q4_0, W4A16, and F16 (an unquantized model's matrices, a W4A16 model's lm_head:
-     * gemv8_f16 read ~1 TB/s).
+     * gemv8_x16_q6_K read ~0.35 TB/s at 8 rows), Q4_0, Q3_K and Q2_K (the low-bit mixes of the large MoE models), W4A16, and F16
+     * (an unquantized model's matrices, a W4A16 model's lm_head: gemv8_f16 read ~1 TB/s).
      */
     public static boolean gemvMma(String suffix) {
-        return suffix.equals("q4_K") || suffix.equals("q5_K") || suffix.equals("q6_K") || suffix.equals("q4_0") || suffix.equals(W4A16_SUFFIX)
-                || suffix.equals("f16");
+        return switch (suffix) {
+            case "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q4_0", "f16", W4A16_SUFFIX -> true;
+            default -> false;
+        };
     }
 
     /**
      * Whether a decode batch through a weight of that type and shape runs gemv8_mma_*: a gemvMma type, whole
      * GEMV_MMA_CHUNK_COLS-column chunks, for F16 (whose kernel reads whole blocks of rows) rows a multiple of GEMV_MMA_ROWS, for
-     * Q6_K rows of an even number of super-blocks (GEMV_MMA_Q6K_COLS); the launcher also checks gemvMmaAlignBytes.
+     * Q6_K and Q3_K rows of an even number of super-blocks (GEMV_MMA_Q6K_COLS); the launcher also checks gemvMmaAlignBytes.
      */
     public static boolean gemvMmaTakes(String suffix, long rows, long cols) {
         return gemvMma(suffix) && cols % GEMV_MMA_CHUNK_COLS == 0 && (!suffix.equals("f16") || rows % GEMV_MMA_ROWS == 0)
-                && (!suffix.equals("q6_K") || cols % GEMV_MMA_Q6K_COLS == 0);
+                && (!(suffix.equals("q6_K") || suffix.equals("q3_K")) || cols % GEMV_MMA_Q6K_COLS == 0);
     }
 
-    /** gemv8_mma_q6_K loads its rows' words coalesced: rows of an even number of 210-byte super-blocks (a multiple of 4 bytes). */
+    /**
+     * gemv8_mma_q6_K and _q3_K load their rows' words coalesced: rows of an even number of 210- or 110-byte super-blocks (a
+     * multiple of 4 bytes).
+     */
     public static final int GEMV_MMA_Q6K_COLS = 512;
 
     /**
      * The alignment in bytes gemv8_mma_{suffix} wants of the weight's address beyond what its one-row GEMV takes (the
-     * launcher checks both: Q4_K's, Q5_K's and W4A16's 16-byte loads are the fast GEMV's): F16's WMMA loads 32, Q6_K's and
-     * Q4_0's word loads 4, else 1.
+     * launcher checks both: Q4_K's, Q5_K's and W4A16's 16-byte loads are the fast GEMV's): F16's WMMA loads 32, the word
+     * loads of Q6_K, Q4_0, Q3_K and Q2_K 4, else 1.
      */
     public static int gemvMmaAlignBytes(String suffix) {
         return switch (suffix) {
             case "f16" -> GEMV_MMA_F16_ALIGN_BYTES;
-            case "q6_K", "q4_0" -> 4;
+            case "q6_K", "q4_0", "q3_K", "q2_K" -> 4;
             default -> 1;
         };
     }
@@ -337,7 +342,8 @@ public final class KernelCatalog {
 
     /** Whether gemv_mma_prep writes x's columns in Q4_K's order for that type's gemv8_mma_* (each 4 as 0, 2, 1, 3). */
     public static boolean gemvMmaPermutes(String suffix) {
-        return suffix.equals("q4_K") || suffix.equals("q5_K") || suffix.equals("q6_K") || suffix.equals("q4_0");
+        return suffix.equals("q4_K") || suffix.equals("q5_K") || suffix.equals("q6_K") || suffix.equals("q4_0") || suffix.equals("q3_K")
+                || suffix.equals("q2_K");
     }
 
     /** Bytes of gemv_mma_prep's output for cols columns (a multiple of 32): [cols][8] fp16, then 8 float factors. */
@@ -408,10 +414,10 @@ public final class KernelCatalog {
 
     /**
      * Whether grouped expert stacks of that type run on the tensor cores (expert_group_prep + expert_group_mma_*: fp16 x and
-     * weights, as the GEMM of a prefill chunk) rather than expert_group_x16_*: Q4_K, Q5_K, W4A16 and Q8_0 with whole
-     * GEMV_MMA_CHUNK_COLS-column chunks (Q4_K and Q8_0 measured faster so on the H200, BENCHMARKS; W4A16 and Q5_K run Q4_K's
+     * weights, as the GEMM of a prefill chunk) rather than expert_group_x16_*: Q4_K, Q5_K, W4A16, Q8_0, Q3_K and Q2_K with
+     * whole GEMV_MMA_CHUNK_COLS-column chunks (Q4_K and Q8_0 measured faster so on the H200, BENCHMARKS; the others run the same
      * kernel with their own dequantization; Q6_K's measured no faster and stays on the x16 groups). The launcher also wants
-     * the stack's address and rows 4-byte aligned (MmaQ8's word loads); the 16-byte loads of Q4_K, Q5_K and W4A16 are the
+     * the stack's address and rows 4-byte aligned (the word loads of MmaQ8, MmaQ3k, MmaQ2k); the 16-byte loads of Q4_K, Q5_K and W4A16 are the
      * fast GEMV's (the expert kernels run only where it takes the stack).
      */
     public static boolean expertGroupMmaTakes(String suffix, long cols) {
@@ -420,7 +426,10 @@ public final class KernelCatalog {
 
     /** The types expert_group_mma_* is built for. */
     public static boolean expertGroupMma(String suffix) {
-        return suffix.equals("q4_K") || suffix.equals("q5_K") || suffix.equals(W4A16_SUFFIX) || suffix.equals("q8_0");
+        return switch (suffix) {
+            case "q4_K", "q5_K", "q8_0", "q3_K", "q2_K", W4A16_SUFFIX -> true;
+            default -> false;
+        };
     }
 
     /** Bytes of expert_group_prep's output for that many groups of x rows of cols columns (gemvMmaBytes a group). */

@@ -18,6 +18,8 @@ import java.lang.foreign.MemorySegment;
  *   <li>W4A16 weights: w = fp16((q - z) s), one rounding of the exact product (s is fp16 already).</li>
  *   <li>Q8_0 weights (grouped MoE experts, expert_group_mma_q8_0): w = fp16(q d), one rounding of the exact product.</li>
  *   <li>Q4_0 weights: w = fp16((q - 8) d), one rounding of the exact product.</li>
+ *   <li>Q3_K weights: w = fp16(d (sc - 32) (q - 4)), one rounding of the exact product.</li>
+ *   <li>Q2_K weights: per 16 elements M = fp16(-dmin m) as Q4_K's, then w = fp16(d (dl q) + M) (dl = sc &amp; 15, m = sc &gt;&gt; 4).</li>
  * </ul>
  */
 public final class RefMma {
@@ -74,6 +76,52 @@ public final class RefMma {
                     int q = ((j < 2 ? ql & 15 : ql >> 4) | (((qh >> (2 * j)) & 3) << 4)) - 32;
                     double ds = half(Math.max(-65504, Math.min(65504, (double) (d * data[b + 192 + 8 * hf + 2 * j + l / 16]))));
                     out[r * cols + sb * K_BLOCK + e] = (float) half(ds * q);
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Q3_K rows (cols / 256 super-blocks of 110 bytes: hmask[32], qs[64], scales[12], fp16 d) as the kernel's fp16 weights:
+     * w = fp16(d (sc - 32) (q - 4)), q the 2-bit code plus 4 when its hmask bit is set (ggml's dequantize_row_q3_K).
+     */
+    public static float[] q3kWeights(byte[] data, int rows, int cols) {
+        int blocks = blocks("Q3_K", data, rows, cols, K_BLOCK, 110);
+        float[] out = new float[rows * cols];
+        for (int r = 0; r < rows; r++) {
+            for (int sb = 0; sb < blocks; sb++) {
+                int b = (r * blocks + sb) * 110;
+                double d = Float.float16ToFloat(le16(data, b + 108));
+                for (int e = 0; e < K_BLOCK; e++) {
+                    int hf = e / 128, j = (e % 128) / 32, l = e % 32, js = e / 16;
+                    int low = js < 8 ? data[b + 96 + js] & 15 : (data[b + 96 + js - 8] & 0xFF) >> 4;
+                    int high = ((data[b + 104 + (js & 3)] & 0xFF) >> (2 * (js >> 2))) & 3;
+                    int code = ((data[b + 32 + 32 * hf + l] & 0xFF) >> (2 * j)) & 3;
+                    int h = ((data[b + l] & 0xFF) >> (4 * hf + j)) & 1;
+                    out[r * cols + sb * K_BLOCK + e] = (float) half(d * (((low | high << 4) - 32) * (code + 4 * h - 4)));
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Q2_K rows (cols / 256 super-blocks of 84 bytes: scales[16], qs[64], fp16 d, dmin) as the kernel's fp16 weights:
+     * w = fp16(d (dl q) + fp16(-dmin m)), dl and m the low and high nibbles of the 16 elements' scale byte.
+     */
+    public static float[] q2kWeights(byte[] data, int rows, int cols) {
+        int blocks = blocks("Q2_K", data, rows, cols, K_BLOCK, 84);
+        float[] out = new float[rows * cols];
+        for (int r = 0; r < rows; r++) {
+            for (int sb = 0; sb < blocks; sb++) {
+                int b = (r * blocks + sb) * 84;
+                float d = Float.float16ToFloat(le16(data, b + 80)), dmin = Float.float16ToFloat(le16(data, b + 82));
+                for (int e = 0; e < K_BLOCK; e++) {
+                    int hf = e / 128, j = (e % 128) / 32, l = e % 32, sc = data[b + e / 16] & 0xFF;
+                    int code = ((data[b + 16 + 32 * hf + l] & 0xFF) >> (2 * j)) & 3;
+                    double m = half(Math.max(-65504, Math.min(65504, (double) (float) (-dmin * (sc >> 4)))));
+                    out[r * cols + sb * K_BLOCK + e] = (float) half((double) d * ((sc & 15) * code) + m);
                 }
             }
         }

@@ -25,7 +25,7 @@ class KernelCatalogRoutingTest {
         }
         for (String t : new String[] {"q4_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_0", KernelCatalog.W4A16_SUFFIX}) assertTrue(KernelCatalog.gemvX16(t), t);
         for (String t : new String[] {"q4_1", "q5_0", "q5_1", "f16", "f32"}) assertFalse(KernelCatalog.gemvX16(t), t + ": the float-x GEMVs");
-        for (String t : new String[] {"q4_0", "q4_K", "q5_K", "q6_K", "f16", KernelCatalog.W4A16_SUFFIX}) assertTrue(KernelCatalog.gemvMma(t), t);
+        for (String t : new String[] {"q4_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "f16", KernelCatalog.W4A16_SUFFIX}) assertTrue(KernelCatalog.gemvMma(t), t);
         assertFalse(KernelCatalog.gemvMma("q8_0"), "Q8_0 batches stay on gemv8_x16 (measured slower on the tensor cores)");
     }
 
@@ -39,6 +39,12 @@ class KernelCatalogRoutingTest {
         assertTrue(KernelCatalog.gemvMmaTakes("q6_K", 33, 5120));
         assertFalse(KernelCatalog.gemvMmaTakes("q6_K", 33, 4864), "19 super-blocks a row: 3990 bytes");
         assertFalse(KernelCatalog.gemvMmaTakes("q6_K", 33, 256));
+        // Q3_K: the same (110-byte super-blocks); Q2_K's 84-byte ones are words whatever their count
+        assertTrue(KernelCatalog.gemvMmaTakes("q3_K", 33, 4096));
+        assertFalse(KernelCatalog.gemvMmaTakes("q3_K", 33, 4864), "19 super-blocks a row: 2090 bytes");
+        assertTrue(KernelCatalog.gemvMmaTakes("q2_K", 33, 4864));
+        assertEquals(4, KernelCatalog.gemvMmaAlignBytes("q3_K"));
+        assertEquals(4, KernelCatalog.gemvMmaAlignBytes("q2_K"));
         // F16: whole blocks of 32 rows
         assertFalse(KernelCatalog.gemvMmaTakes("f16", 33, 4096));
         assertTrue(KernelCatalog.gemvMmaTakes("f16", 64, 4096));

@@ -28,12 +28,12 @@ class RefMmaTest {
         assertEquals(0x1p-24, RefMma.half(0x1.8p-25));   // three quarters of the least subnormal round up to it
     }
 
-    /** |w_h - w| within the kernel's two roundings (2^-11 of the row's largest weight each, and a bit): Q4_K, Q5_K and Q6_K. */
+    /** |w_h - w| within the kernel's two roundings (2^-11 of the row's largest weight each, and a bit): Q4_K, Q5_K, Q6_K and Q2_K. */
     @Test
     void kQuantWeightsAreTheExactOnesWithinFp16Rounding() {
         SplittableRandom rnd = new SplittableRandom(2);
         int rows = 9, cols = 512;
-        for (GgmlType t : new GgmlType[] {GgmlType.Q4_K, GgmlType.Q5_K, GgmlType.Q6_K}) {
+        for (GgmlType t : new GgmlType[] {GgmlType.Q4_K, GgmlType.Q5_K, GgmlType.Q6_K, GgmlType.Q2_K}) {
             StoredMatrix m = RandomBlocks.matrix("w", t, rows, cols, 0.05, rnd);
             float[] exact = new float[rows * cols];
             for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(t, m.data(), cols, r, exact, r * cols);
@@ -41,6 +41,7 @@ class RefMmaTest {
             float[] h = switch (t) {
                 case Q4_K -> RefMma.q4kWeights(bytes, rows, cols);
                 case Q5_K -> RefMma.q5kWeights(bytes, rows, cols);
+                case Q2_K -> RefMma.q2kWeights(bytes, rows, cols);
                 default -> RefMma.q6kWeights(bytes, rows, cols);
             };
             double scale = 0;
@@ -53,6 +54,23 @@ class RefMmaTest {
             }
             assertTrue(differ > 0, t + ": fp16 rounding changed some weights (the test would not see a decode error otherwise)");
         }
+    }
+
+    /** Q3_K: d (sc - 32) (q - 4) exact in fp32; the kernel's weight is its rounding. */
+    @Test
+    void q3kWeightsAreTheExactOnesRounded() {
+        SplittableRandom rnd = new SplittableRandom(5);
+        int rows = 7, cols = 768;
+        StoredMatrix m = RandomBlocks.matrix("w", GgmlType.Q3_K, rows, cols, 0.05, rnd);
+        float[] exact = new float[rows * cols];
+        for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(GgmlType.Q3_K, m.data(), cols, r, exact, r * cols);
+        float[] h = RefMma.q3kWeights(m.data().toArray(ValueLayout.JAVA_BYTE), rows, cols);
+        int differ = 0;
+        for (int i = 0; i < exact.length; i++) {
+            assertEquals((float) RefMma.half(exact[i]), h[i], 0f, "weight " + i);
+            if (h[i] != exact[i]) differ++;
+        }
+        assertTrue(differ > 0, "fp16 rounding changed some weights");
     }
 
     /** Q4_0: d (q - 8) exact in fp32; the kernel's fp16(d (q - 8)) is its rounding. */

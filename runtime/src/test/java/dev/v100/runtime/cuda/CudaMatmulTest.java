@@ -476,7 +476,7 @@ class CudaMatmulTest {
     }
 
     /**
-     * gemv8_mma_q4_K, _q5_K, _q6_K, _q4_0 and _w4a16 (decode batches on the tensor cores) compute the double product of their fp16 operands
+     * gemv8_mma_q4_K, _q5_K, _q6_K, _q4_0, _q3_K, _q2_K and _w4a16 (decode batches on the tensor cores) compute the double product of their fp16 operands
      * (RefMma: x scaled per row by a power of two and rounded, weights dequantized with fp16 scales) up to fp32 sums, on
      * shapes with row blocks cut short and several chunks a warp; each row of a batch is bit for bit the same row in a
      * batch of other rows in another order (the product of one row does not depend on the others); matmulAdd is
@@ -489,9 +489,10 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("mma batch")) {
             SplittableRandom rnd = new SplittableRandom(31);
             for (int[] shape : new int[][] {{77, 1024}, {33, 4352}, {4096 + 40, 512}})
-            for (String kind : new String[] {"q4_K", "q5_K", "q6_K", "q4_0", "w4a16 g32", "w4a16 g128", "f16"}) {
+            for (String kind : new String[] {"q4_K", "q5_K", "q6_K", "q4_0", "q3_K", "q2_K", "w4a16 g32", "w4a16 g128", "f16"}) {
                 int rows = kind.equals("f16") ? (shape[0] + 31) / 32 * 32 : shape[0];   // (F16: whole blocks of 32 rows)
-                int cols = kind.equals("q6_K") ? (shape[1] + 511) / 512 * 512 : shape[1];   // (Q6_K: even super-blocks a row)
+                int cols = kind.equals("q6_K") || kind.equals("q3_K") ? (shape[1] + 511) / 512 * 512   // (even super-blocks a row)
+                        : kind.equals("q2_K") ? (shape[1] + 255) / 256 * 256 : shape[1];
                 CudaWeight w;
                 float[] wh, dense;
                 if (kind.equals("f16")) {
@@ -507,6 +508,8 @@ class CudaMatmulTest {
                         case Q4_K -> dev.v100.kernels.ref.RefMma.q4kWeights(bytes, rows, cols);
                         case Q5_K -> dev.v100.kernels.ref.RefMma.q5kWeights(bytes, rows, cols);
                         case Q6_K -> dev.v100.kernels.ref.RefMma.q6kWeights(bytes, rows, cols);
+                        case Q3_K -> dev.v100.kernels.ref.RefMma.q3kWeights(bytes, rows, cols);
+                        case Q2_K -> dev.v100.kernels.ref.RefMma.q2kWeights(bytes, rows, cols);
                         default -> dev.v100.kernels.ref.RefMma.q4_0Weights(bytes, rows, cols);
                     };
                     dense = denseOf(m, rows, cols);
@@ -652,15 +655,14 @@ class CudaMatmulTest {
 
     /**
      * The x16 GEMVs of Q8_0, Q6_K and Q3_K take rows that are only 2-byte aligned (17 Q8_0 blocks: 578 bytes; 19 Q6_K
-     * super-blocks: 3990 bytes, which also keep Q6_K's batches off gemv8_mma_q6_K; 19 Q3_K super-blocks: 2090 bytes), Q2_K's
-     * rows that are 4-byte aligned (19 super-blocks: 1596 bytes), and x at any 4-byte address (they read the 16-bit copy);
-     * against the twin as above.
+     * super-blocks: 3990 bytes and 19 Q3_K ones: 2090 bytes, which also keep their batches off gemv8_mma_*), and x at any
+     * 4-byte address (they read the 16-bit copy); against the twin as above.
      */
     @Test
     void x16TakesTwoByteAlignedRowsAndUnalignedX() {
         try (CudaBackend b = backend("x16 2-byte rows")) {
             SplittableRandom rnd = new SplittableRandom(23);
-            for (GgmlType t : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q6_K, GgmlType.Q3_K, GgmlType.Q2_K}) {
+            for (GgmlType t : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q6_K, GgmlType.Q3_K}) {
                 int cols = t == GgmlType.Q8_0 ? 544 : 4864;
                 for (int n : new int[] {1, 3, 8}) {
                     int rows = 45;
@@ -668,8 +670,7 @@ class CudaMatmulTest {
                     float[] dense = new float[rows * cols];
                     for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(t, m.data(), cols, r, dense, r * cols);
                     CudaWeight w = (CudaWeight) b.weight(m.name(), t, new long[] {rows, cols}, m.data());
-                    int align = t == GgmlType.Q2_K ? 16 : 4;
-                    assertNotEquals(0, w.rowBytes % align, t + ": a row that is not a " + align + "-byte multiple");
+                    assertNotEquals(0, w.rowBytes % 4, t + ": a row that is not a 4-byte multiple");
                     assertTrue(x16(w, n), t + ", " + n + " rows: the x16 GEMV");
                     assertFalse(b.mmaTakes((CudaBuffer) b.allocate("x", n, cols), w), t + ", " + n + " rows: not the tensor cores");
                     checkTwins(b, w, dense, rows, cols, n, rnd, t + " " + rows + " x " + cols + ", " + n + " rows");
