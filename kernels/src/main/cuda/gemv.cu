@@ -1719,10 +1719,18 @@ __device__ __forceinline__ void expert_gemv_impl(const WView& w, const float* x,
                                                     int rowsPerExpert, float* out) {                                      \
         expert_gemv_impl<T>(WEIGHT_VIEW, x, perSlot, topK, ids, rowsPerExpert, out);                                      \
     }
+// Weight rows a row group of the MoE expert kernels (expert_gemv_x16*, expert_group_x16_) takes: as the dense one-row
+// GEMV's (GemvPlan ROWS) for the 64-element items, whose x16 of four units is shared by the rows, else GEMV_X16_ROWS
+// (KernelCatalog.expertX16RowsPerBlock)
+template <class Q> struct ExpertRows { static const int R = GEMV_X16_ROWS; };
+template <> struct ExpertRows<Q6kItem> { static const int R = GEMV_X16_WIDE_ROWS; };
+template <> struct ExpertRows<Q3kItem> { static const int R = GEMV_X16_WIDE_ROWS; };
+template <> struct ExpertRows<Q2kItem> { static const int R = GEMV_X16_WIDE_ROWS; };
+
 // The same with x in 16 bits (x16 types), for one or more stacks of one x (gate and up) in one launch: part z of
 // the table (GemvPart: rows = rows per expert, y = its out [slots, rows]) on grid z; grid (row blocks, slots, parts);
 // gemv_x16_impl over the routed expert's rows, xq the x16 of x's rows (slots when perSlot, else tokens).
-// expert_gemv_x16_: 64 threads a row group (GEMV_X16_ROWS rows a block); expert_gemv_x16s_, for short rows (at
+// expert_gemv_x16_: 64 threads a row group (ExpertRows rows a block); expert_gemv_x16s_, for short rows (at
 // most GEMV_X16_SHORT_TPR * 2 items, KernelCatalog.expertShortRows): GEMV_X16_SHORT_TPR threads a row group,
 // GEMV_X16_THREADS / GEMV_X16_SHORT_TPR groups a block (a 512-column Q8_0 row is 16 items: 48 of 64 threads idle otherwise).
 #define GEMV_X16_SHORT_TPR 16
@@ -1735,12 +1743,12 @@ __device__ __forceinline__ WView expert_view(const GemvPart& p, int e, int cols)
 template <class Q, int TPR>
 __device__ __forceinline__ void expert_gemv_x16_impl(const GemvPart* parts, int cols, const unsigned char* xq, int perSlot, int topK, const int* ids) {
     const GemvPart& p = parts[blockIdx.z];
-    const int RB = GEMV_X16_ROWS * (GEMV_X16_THREADS / TPR);   // rows a block
+    const int R = ExpertRows<Q>::R, RB = R * (GEMV_X16_THREADS / TPR);   // rows a row group, a block
     if ((i64) blockIdx.x * RB >= p.rows) return;   // the grid of a part with more rows
     int slot = blockIdx.y;
     int xr = perSlot ? slot : slot / topK;
     WView w = expert_view(p, ids[slot], cols);
-    gemv_x16_impl<Q, GEMV_X16_ROWS, 1, TPR>(w, xq + xr * x16_row_bytes(cols), 1, p.y + (i64) slot * p.rows, p.rows, (i64) blockIdx.x * RB,
+    gemv_x16_impl<Q, R, 1, TPR>(w, xq + xr * x16_row_bytes(cols), 1, p.y + (i64) slot * p.rows, p.rows, (i64) blockIdx.x * RB,
                                             nullptr, 1.f);
 }
 
@@ -1899,7 +1907,7 @@ __device__ __forceinline__ void expert_group_x16_impl(const GemvPart* parts, int
                                                       const int* order, const int4* groups, int span) {
     const int TPR = GEMV_X16_SHORT_TPR;
     const GemvPart& p = parts[blockIdx.z];
-    const int RB = GEMV_X16_ROWS * (GEMV_X16_THREADS / TPR);   // rows a row block
+    const int R = ExpertRows<Q>::R, RB = R * (GEMV_X16_THREADS / TPR);   // rows a row group, a row block
     i64 r0 = (i64) blockIdx.x * span * RB;
     if (r0 >= p.rows) return;   // the grid of a part with more rows
     int4 g = groups[blockIdx.y];
@@ -1913,7 +1921,7 @@ __device__ __forceinline__ void expert_group_x16_impl(const GemvPart* parts, int
     __syncthreads();
     ExpertGroupRows tr{xq, x16_row_bytes(cols), p.y, p.rows, slot, xr};
     WView w = expert_view(p, g.x, cols);
-    for (int k = 0; k < span && r0 < p.rows; k++, r0 += RB) gemv_x16_rows_impl<Q, GEMV_X16_ROWS, GEMV_MAX_N, TPR, 1>(w, tr, g.z, p.rows, r0, 1.f);
+    for (int k = 0; k < span && r0 < p.rows; k++, r0 += RB) gemv_x16_rows_impl<Q, R, GEMV_MAX_N, TPR, 1>(w, tr, g.z, p.rows, r0, 1.f);
 }
 
 EXPERT_GEMV_X16(q8_0, Q8_0Item)

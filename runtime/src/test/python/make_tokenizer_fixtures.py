@@ -9,7 +9,7 @@
 2. Copies the shared 512-token tokenizer (GPT-2 regex via ByteLevel use_regex=true).
 3. Encodes a corpus of a few hundred strings with the real library and writes the ids, the decoded
    strings and a few variants (BOS template, special tokens not parsed, skip_special decode,
-   prefix decodes that cut UTF-8 characters) to cases.json.
+   prefix decodes that cut UTF-8 characters) to cases.json.gz.
 4. Writes charclasses.json: the code points the Oniguruma engine used by `tokenizers` puts in
    \\p{L}, \\p{N}, \\p{M} and \\s, and the code points NFC changes, so the Java side can check its
    regex translation and normalizer over all of Unicode.
@@ -18,6 +18,7 @@ Deterministic: run it twice and the output is byte-identical (checked by --check
 Usage: /work/pyenv/bin/python make_tokenizer_fixtures.py [--shared /work/shared] [--check]
 """
 import argparse
+import gzip
 import hashlib
 import inspect
 import json
@@ -312,6 +313,14 @@ def dump(path, obj):
         f.write("\n")
 
 
+def dump_gz(path, obj):
+    """As dump, gzip-compressed with no name or time in the header (deterministic): the large cases file travels with
+    every GPU call, whose transfer cap the repository shares."""
+    data = (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as f:
+        f.write(data)
+
+
 def write_all(out_dir, shared):
     os.makedirs(out_dir, exist_ok=True)
     toks = {}
@@ -335,7 +344,7 @@ def write_all(out_dir, shared):
         dump(os.path.join(out_dir, f"{name}.tokenizer_config.json"), {k: v for k, v in config.items() if k in ("bos_token", "eos_token", "pad_token")})
         cases["results"][name] = encode_all(tok, strings, name)
         cases.setdefault("add_special", {})[name] = dict(zip(("prefix", "suffix"), special_affixes(tok)))
-    dump(os.path.join(out_dir, "cases.json"), cases)
+    dump_gz(os.path.join(out_dir, "cases.json.gz"), cases)
     dump(os.path.join(out_dir, "charclasses.json"), char_classes())
 
 

@@ -71,7 +71,7 @@ public final class KernelCatalog {
      */
     public static final int MOE_GROUP_THREADS = 1024;
     /**
-     * Row blocks (expertX16RowsPerBlock(true) rows each) one block of expert_group_x16_* takes, one after another (the
+     * Row blocks (expertX16RowsPerBlock(type, true) rows each) one block of expert_group_x16_* takes, one after another (the
      * fastest on the H200 of 1..32, BENCHMARKS).
      */
     public static final int MOE_GROUP_SPAN = 4;
@@ -442,9 +442,13 @@ public final class KernelCatalog {
         return slots / GEMV_MAX_TOKENS + Math.min(experts, slots);
     }
 
-    /** Rows of one block of expert_gemv_x16_* (short: expert_gemv_x16s_*). */
-    public static int expertX16RowsPerBlock(boolean shortRows) {
-        return GEMV_X16_ROWS * (shortRows ? GEMV_X16_THREADS / GEMV_X16_SHORT_TPR : 1);
+    /**
+     * Rows of one block of expert_gemv_x16_* (short: expert_gemv_x16s_* and expert_group_x16_*, 4 row groups a block): a row
+     * group takes GEMV_X16_WIDE_ROWS rows for Q6_K, Q3_K and Q2_K (gemv.cu ExpertRows), else GEMV_X16_ROWS.
+     */
+    public static int expertX16RowsPerBlock(String suffix, boolean shortRows) {
+        int group = suffix.equals("q6_K") || suffix.equals("q3_K") || suffix.equals("q2_K") ? GEMV_X16_WIDE_ROWS : GEMV_X16_ROWS;
+        return group * (shortRows ? GEMV_X16_THREADS / GEMV_X16_SHORT_TPR : 1);
     }
 
     /** The kernel-name suffix of a GGML type: gemv_x16_q4_K, expert_gemv_q8_0, ... */

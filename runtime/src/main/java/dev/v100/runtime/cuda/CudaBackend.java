@@ -1722,7 +1722,7 @@ public final class CudaBackend implements Backend {
         }
         long q = x16Of(x, w0.cols);
         boolean shortRows = r.grouped || KernelCatalog.expertShortRows(w0.kernelSuffix, w0.cols);   // (grouped: row groups of 16 threads always)
-        int per = KernelCatalog.expertX16RowsPerBlock(shortRows);
+        int per = KernelCatalog.expertX16RowsPerBlock(w0.kernelSuffix, shortRows);
         long rowBlocks = (maxRows + per - 1) / per;
         if (r.grouped) {   // grid (row spans, groups): each block one group's slots times a span of row blocks
             device.launch(w0.kernels.expertGroup()).ptr(table).i32((int) w0.cols).ptr(q)

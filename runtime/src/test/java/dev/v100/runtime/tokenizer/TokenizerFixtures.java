@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.URISyntaxException;
 import java.net.URL;
@@ -37,16 +38,17 @@ final class TokenizerFixtures {
         return HfTokenizer.load(resource(name + ".tokenizer.json"), resource(name + ".tokenizer_config.json"));
     }
 
+    /** A fixture file's JSON; a {@code .gz} file is read through gzip. */
     static JsonNode json(String file) {
-        try {
-            return JSON.readTree(resource(file).toFile());
+        try (InputStream in = java.nio.file.Files.newInputStream(resource(file))) {
+            return JSON.readTree(file.endsWith(".gz") ? new java.util.zip.GZIPInputStream(in) : in);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
     }
 
     static synchronized JsonNode cases() {
-        if (cases == null) cases = json("cases.json");
+        if (cases == null) cases = json("cases.json.gz");
         return cases;
     }
 
