@@ -705,6 +705,62 @@ struct Q4_0Item {
     }
 };
 
+// The legacy 32-element blocks with a min or a fifth bit (ggml's dequantize_row_q4_1 / q5_0 / q5_1): an item is a block,
+// byte l of its 16 code bytes holding element l (low nibble) and l + 16 (high nibble), Q4_0's x (x16 and the unit's sum).
+// Q4_1 { d, m, qs[16] } (20 bytes, 4-byte aligned): w = d q + m. Q5_0 { d, qh[4], qs[16] } (22 bytes, 2-byte aligned):
+// w = d (q - 16), bit l of qh the fifth bit of element l. Q5_1 { d, m, qh[4], qs[16] } (24 bytes): w = d q + m, the same
+// fifth bits. sum (d q + m) x16 = d sum q x16 + m sum x16.
+__device__ __forceinline__ unsigned spread4(unsigned b) {   // bits 0..3 of b -> bit 4 of bytes 0..3 (the others ignored)
+    return (((b & 15u) * 0x00204081u) & 0x01010101u) << 4;   // (b, b << 7, b << 14, b << 21 do not overlap: a product of ors)
+}
+struct Q41W {
+    unsigned lo[4], hi[4];
+    float d, m;
+};
+// codes of the 16 bytes q (and fifth bits qh, or 0) into lo (elements 0..15) and hi (16..31)
+__device__ __forceinline__ void legacy_codes(const unsigned* q, unsigned qh, Q41W& o) {
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        o.lo[k] = (q[k] & 0x0F0F0F0Fu) | spread4(qh >> (4 * k));
+        o.hi[k] = ((q[k] >> 4) & 0x0F0F0F0Fu) | spread4(qh >> (16 + 4 * k));
+    }
+}
+// sum q x16 of an item's codes, in int32 (codes up to 31: |sum| < 32 * 31 * 32768)
+__device__ __forceinline__ int legacy_dot(const Q41W& w, const Q40X& x) {
+    int ih = 0, il = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        ih = dp4_hi(w.lo[k], x.x.h[k], ih); il = dp4_lo(w.lo[k], x.x.l[k], il);
+        ih = dp4_hi(w.hi[k], x.x.h[4 + k], ih); il = dp4_lo(w.hi[k], x.x.l[4 + k], il);
+    }
+    return 256 * ih + il;
+}
+// BB: block bytes; QH: the fifth bits' offset (-1: none); QS: the codes' offset; M: whether a min follows d
+template <int BB, int QH, int QS, bool M>
+struct LegacyItem {
+    static const int SHIFT = 5;
+    static const bool INLINE = true;
+    typedef Q40X X;
+    typedef Q41W W;
+    static __device__ __forceinline__ X x(const unsigned char* xq, int K, int u, int tid) { return Q4_0Item::x(xq, K, u, tid); }
+    static __device__ __forceinline__ W w(const WView& v, i64 r, int u, int tid) {
+        const unsigned char* b = v.data + r * v.rowBytes + BB * (i64) u;
+        unsigned q[4];
+        ld16_aligned2(b + QS, q);
+        W o;
+        legacy_codes(q, QH < 0 ? 0u : ld16(b + QH) | (ld16(b + QH + 2) << 16), o);
+        o.d = ldh(b);
+        o.m = M ? ldh(b + 2) : -16.f * o.d;   // Q5_0: d (q - 16) = d q + (-16 d)
+        return o;
+    }
+    static __device__ __forceinline__ float dot(const W& w, const X& x) {
+        return w.d * ((float) legacy_dot(w, x) * x.x.s) + w.m * x.xsum;
+    }
+};
+typedef LegacyItem<20, -1, 4, true> Q4_1Item;
+typedef LegacyItem<22, 2, 6, false> Q5_0Item;
+typedef LegacyItem<24, 4, 8, true> Q5_1Item;
+
 // Q6_K (210-byte super-blocks: ql[128], qh[64], int8 scales[16], d): an item is 64 elements, half hf and l-group
 // g of super-block it / 4 (g = it % 2, hf = (it / 2) % 2): elements 128 hf + 32 j + 16 g .. + 16, j = 0..3, one
 // scale each, read as ql bytes 64 hf + 16 g (a) and + 32 (b), qh bytes 128 + 32 hf + 16 g: code j of byte k is
@@ -896,6 +952,9 @@ template <> struct GemvPlan<WT_Q8_0> { static const int KIND = GEMV_PLAN_X16, RO
 template <> struct GemvPlan<WT_Q6_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_WIDE_ROWS, U = 1, ROWS8 = GEMV_X16_WIDE_ROWS; };
 template <> struct GemvPlan<WT_Q5_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1, ROWS8 = GEMV_X16_ROWS; };
 template <> struct GemvPlan<WT_Q4_0> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1, ROWS8 = GEMV_X16_ROWS; };
+template <> struct GemvPlan<WT_Q4_1> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1, ROWS8 = GEMV_X16_ROWS; };
+template <> struct GemvPlan<WT_Q5_0> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1, ROWS8 = GEMV_X16_ROWS; };
+template <> struct GemvPlan<WT_Q5_1> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_ROWS, U = 1, ROWS8 = GEMV_X16_ROWS; };
 template <> struct GemvPlan<WT_Q3_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_WIDE_ROWS, U = 1, ROWS8 = GEMV_X16_WIDE_ROWS; };
 template <> struct GemvPlan<WT_Q2_K> { static const int KIND = GEMV_PLAN_X16, ROWS = GEMV_X16_WIDE_ROWS, U = 1, ROWS8 = GEMV_X16_WIDE_ROWS; };
 
@@ -1083,9 +1142,9 @@ GEMV(f32, WT_F32)
 GEMV(f16, WT_F16)
 GEMV_X16(q8_0, WT_Q8_0, Q8_0Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(q4_0, WT_Q4_0, Q4_0Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
-GEMV(q4_1, WT_Q4_1)
-GEMV(q5_0, WT_Q5_0)
-GEMV(q5_1, WT_Q5_1)
+GEMV_X16(q4_1, WT_Q4_1, Q4_1Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
+GEMV_X16(q5_0, WT_Q5_0, Q5_0Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
+GEMV_X16(q5_1, WT_Q5_1, Q5_1Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(q2_K, WT_Q2_K, Q2kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(q3_K, WT_Q3_K, Q3kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(q4_K, WT_Q4_K, Q4kItem, (GEMV_X16_THREADS, GEMV_X16_Q4K_MIN_BLOCKS), (GEMV_X16_THREADS, GEMV_X16_MULTI_MIN_BLOCKS))
@@ -1926,6 +1985,9 @@ __device__ __forceinline__ void expert_group_x16_impl(const GemvPart* parts, int
 
 EXPERT_GEMV_X16(q8_0, Q8_0Item)
 EXPERT_GEMV_X16(q4_0, Q4_0Item)
+EXPERT_GEMV_X16(q4_1, Q4_1Item)
+EXPERT_GEMV_X16(q5_0, Q5_0Item)
+EXPERT_GEMV_X16(q5_1, Q5_1Item)
 EXPERT_GEMV_X16(q4_K, Q4kItem)
 EXPERT_GEMV_X16(q5_K, Q5kItem)
 EXPERT_GEMV_X16(q6_K, Q6kItem)

@@ -91,7 +91,8 @@ public final class KernelCatalog {
     public static final int GEMV_MMA_PREP_PARTS = 4;
     /**
      * The fast GEMV's alignment: weight address and row stride in bytes (its 16-byte loads), columns in elements; x's
-     * address too for the float-x types. The x16 kernels of Q8_0, Q6_K, Q4_0, Q3_K and Q2_K need less: {@link #gemvAlignBytes}.
+     * address too for the float-x types. The x16 kernels of the types whose blocks are not 16-byte multiples need less:
+     * {@link #gemvAlignBytes}.
      */
     public static final int GEMV_FAST_ALIGN_BYTES = 16;
     public static final int GEMV_FAST_COLS_MULTIPLE = 32;
@@ -286,7 +287,7 @@ public final class KernelCatalog {
      */
     public static boolean gemvX16(String suffix) {
         return switch (suffix) {
-            case "q4_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_0", W4A16_SUFFIX -> true;
+            case "q4_0", "q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_0", W4A16_SUFFIX -> true;
             default -> false;
         };
     }
@@ -353,13 +354,14 @@ public final class KernelCatalog {
 
     /**
      * Alignment in bytes the type's fast GEMV needs of the weight's address and row stride: 2 for the x16 kernels
-     * of Q8_0, Q6_K, Q4_0 and Q3_K (34-, 210-, 18- and 110-byte blocks, read as aligned words and funnel-shifted), 4 for
-     * Q2_K's (84-byte blocks read as words), else {@link #GEMV_FAST_ALIGN_BYTES} (16-byte loads of whole blocks).
+     * of Q8_0, Q6_K, Q4_0, Q3_K and Q5_0 (34-, 210-, 18-, 110- and 22-byte blocks, read as aligned words and funnel-shifted),
+     * 4 for Q2_K's, Q4_1's and Q5_1's (84-, 20- and 24-byte blocks), else {@link #GEMV_FAST_ALIGN_BYTES} (16-byte loads of
+     * whole blocks).
      */
     public static int gemvAlignBytes(String suffix) {
         return switch (suffix) {
-            case "q8_0", "q6_K", "q4_0", "q3_K" -> 2;
-            case "q2_K" -> 4;
+            case "q8_0", "q6_K", "q4_0", "q3_K", "q5_0" -> 2;
+            case "q2_K", "q4_1", "q5_1" -> 4;
             default -> GEMV_FAST_ALIGN_BYTES;
         };
     }

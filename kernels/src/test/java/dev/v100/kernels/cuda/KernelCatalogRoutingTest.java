@@ -23,8 +23,10 @@ class KernelCatalogRoutingTest {
             }
             if (KernelCatalog.expertGroupMma(t)) assertTrue(KernelCatalog.has("expert_group_mma_" + t), "expert_group_mma_" + t);
         }
-        for (String t : new String[] {"q4_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_0", KernelCatalog.W4A16_SUFFIX}) assertTrue(KernelCatalog.gemvX16(t), t);
-        for (String t : new String[] {"q4_1", "q5_0", "q5_1", "f16", "f32"}) assertFalse(KernelCatalog.gemvX16(t), t + ": the float-x GEMVs");
+        for (String t : new String[] {"q4_0", "q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_0", KernelCatalog.W4A16_SUFFIX}) {
+            assertTrue(KernelCatalog.gemvX16(t), t);
+        }
+        for (String t : new String[] {"f16", "f32"}) assertFalse(KernelCatalog.gemvX16(t), t + ": the float-x GEMVs");
         for (String t : new String[] {"q4_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "f16", KernelCatalog.W4A16_SUFFIX}) assertTrue(KernelCatalog.gemvMma(t), t);
         assertFalse(KernelCatalog.gemvMma("q8_0"), "Q8_0 batches stay on gemv8_x16 (measured slower on the tensor cores)");
     }
@@ -62,7 +64,10 @@ class KernelCatalogRoutingTest {
         assertEquals(KernelCatalog.GEMV_X16_WIDE_ROWS, KernelCatalog.gemvRowsPerBlock("q3_K"));
         assertEquals(KernelCatalog.GEMV_X16_ROWS, KernelCatalog.gemvRowsPerBlock("q8_0"));
         assertEquals(KernelCatalog.GEMV_X16_WIDE_ROWS, KernelCatalog.gemvBatchRowsPerBlock("q8_0"));
-        assertEquals(KernelCatalog.GEMV_STAGED_ROWS, KernelCatalog.gemvRowsPerBlock("q5_0"));
+        assertEquals(KernelCatalog.GEMV_X16_ROWS, KernelCatalog.gemvRowsPerBlock("q5_0"));
+        assertEquals(KernelCatalog.GEMV_STAGED_ROWS, KernelCatalog.gemvRowsPerBlock("f32"));
+        assertEquals(2, KernelCatalog.gemvAlignBytes("q5_0"), "Q5_0's 22-byte blocks");
+        assertEquals(4, KernelCatalog.gemvAlignBytes("q4_1"), "Q4_1's 20-byte blocks, read as words");
         // expert groups: Q6_K stays on the x16 groups
         assertTrue(KernelCatalog.expertGroupMmaTakes("q5_K", 2048));
         assertFalse(KernelCatalog.expertGroupMmaTakes("q6_K", 2048));

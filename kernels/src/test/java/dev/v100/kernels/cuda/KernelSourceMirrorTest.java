@@ -139,8 +139,11 @@ class KernelSourceMirrorTest {
         Matcher m = Pattern.compile("(?m)^GEMV_X16\\((\\w+), WT_\\w+, (\\w+),").matcher(src);
         int found = 0;
         while (m.find()) {
-            Matcher shift = Pattern.compile("struct " + m.group(2) + " \\{\\s+static const int SHIFT = (\\d+);").matcher(src);
-            assertTrue(shift.find(), "struct " + m.group(2) + " with its SHIFT in gemv.cu");
+            String item = m.group(2);
+            Matcher alias = Pattern.compile("typedef (\\w+)<[^;]*> " + item + ";").matcher(src);   // an instance of an item template
+            if (alias.find()) item = alias.group(1);
+            Matcher shift = Pattern.compile("struct " + item + " \\{\\s+static const int SHIFT = (\\d+);").matcher(src);
+            assertTrue(shift.find(), "struct " + item + " with its SHIFT in gemv.cu");
             assertEquals(1 << Integer.parseInt(shift.group(1)), KernelCatalog.gemvX16ItemElems(m.group(1)), m.group(1) + ": elements of an item");
             assertTrue(KernelCatalog.gemvX16(m.group(1)), m.group(1) + " is an x16 type in KernelCatalog");
             found++;

@@ -216,7 +216,7 @@ class CudaHybridOpsTest {
     /**
      * expert_gemv_x16_* of every x16 type against the CPU reference on the 16-bit x (the product it computes) and
      * against its fp32-x twin expert_gemv_* (within 4x the distance the rounding alone makes): token rows and slot
-     * rows, short rows (expert_gemv_x16s_) and long, Q8_0 and Q4_0 rows that are 2-byte aligned only (17 and 65 blocks), a
+     * rows, short rows (expert_gemv_x16s_) and long, Q8_0, Q4_0 and Q5_0 rows that are 2-byte aligned only (17 and 65 blocks), a
      * Q6_K row of 20 super-blocks (4200 bytes).
      */
     @Test
@@ -225,9 +225,9 @@ class CudaHybridOpsTest {
         try (CudaBackend gpu = backend("hybrid-x16-experts")) {
             SplittableRandom r = new SplittableRandom(35);
             int experts = 7, topK = 3, rows = 37;
-            for (String kind : new String[] {"q8_0", "q4_0", "q4_K", "q5_K", "q6_K", "q3_K", "q2_K", "w4a16"})
+            for (String kind : new String[] {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_K", "q5_K", "q6_K", "q3_K", "q2_K", "w4a16"})
             for (int cols : switch (kind) {
-                case "q8_0", "q4_0" -> new int[] {544, 2080};
+                case "q8_0", "q4_0", "q4_1", "q5_0", "q5_1" -> new int[] {544, 2080};
                 case "q6_K" -> new int[] {2048, 5120};
                 case "q3_K", "q2_K" -> new int[] {2048, 4864};   // 19 super-blocks: 2090 / 1596 bytes (2- / 4-byte aligned)
                 default -> new int[] {512, 2048};
@@ -295,7 +295,7 @@ class CudaHybridOpsTest {
             for (int[] c : new int[][] {{12, 4, 130, 1}, {12, 4, 37, 0}, {256, 8, 64, 1}, {12, 4, 300, 1}, {300, 4, 160, 1}}) {
                 int experts = c[0], topK = c[1], capacity = c[2];
                 boolean skew = c[3] == 1;
-                for (String kind : new String[] {"q8_0", "q4_0", "q4_K", "q5_K", "q6_K", "q3_K", "q2_K", "w4a16"})
+                for (String kind : new String[] {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_K", "q5_K", "q6_K", "q3_K", "q2_K", "w4a16"})
                 for (int cols : kind.equals("q6_K") || kind.equals("q3_K") || kind.equals("q2_K") ? new int[] {1024, 4096} : new int[] {512, 2048}) {
                     if (experts > 12 && cols > 1024) continue;   // the 256-expert routing: one stack of short rows a type
                     int rows = 42;

@@ -391,7 +391,7 @@ class CudaMatmulTest {
                         ws.add(b.w4a16Weight("blk.0.attn_q.weight", new long[] {rows[i], cols}, 128, 0, randomW4A16(g, rnd)));
                     } else {
                         GgmlType t = kind.equals("q8_0") ? GgmlType.Q8_0 : kind.equals("q3_K") ? GgmlType.Q3_K   // (x16 batches of 4 rows a block)
-                                : i != 1 ? GgmlType.Q4_K : kind.equals("mixed") ? GgmlType.Q5_0 : kind.equals("x16 mixed") ? GgmlType.Q8_0 : GgmlType.Q4_K;
+                                : i != 1 ? GgmlType.Q4_K : kind.equals("mixed") ? GgmlType.F16 : kind.equals("x16 mixed") ? GgmlType.Q8_0 : GgmlType.Q4_K;
                         ws.add(b.weight("blk.0.attn_q.weight", t, new long[] {rows[i], cols}, RandomBlocks.matrix("w", t, rows[i], cols, 0.05, rnd).data()));
                     }
                     outs.add(b.allocate("out" + i, n, rows[i]));
@@ -405,7 +405,7 @@ class CudaMatmulTest {
                 long before = b.device.issued();
                 b.matmulEach(xb, ws, outs);
                 long launches = b.device.issued() - before;
-                // the two Q4_K in one launch, the odd one alone (first): mixed, Q5_0's float GEMV, then quantize + the Q4_K pair;
+                // the two Q4_K in one launch, the odd one alone (first): mixed, F16's float GEMV, then quantize + the Q4_K pair;
                 // x16 mixed, quantize + Q8_0's GEMV, then the Q4_K pair on the same copy of x (a batch of Q4_K: its own fp16 copy
                 // of x, gemv_mma_prep, then gemv8_mma_q4_K_multi)
                 boolean mmaPair = n >= 2;
@@ -456,7 +456,7 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("x16 batch")) {
             SplittableRandom rnd = new SplittableRandom(22);
             int rows = 77, cols = 1024;
-            for (String kind : new String[] {"q4_K", "q5_K", "w4a16", "q8_0", "q6_K", "q4_0", "q3_K", "q2_K"}) {
+            for (String kind : new String[] {"q4_K", "q5_K", "w4a16", "q8_0", "q6_K", "q4_0", "q3_K", "q2_K", "q4_1", "q5_0", "q5_1"}) {
                 Weight w = kind.equals("w4a16")
                         ? b.w4a16Weight("blk.0.ffn_up.weight", new long[] {rows, cols}, 128, 0, randomW4A16(new W4A16Layout.Geometry(rows, cols, 128), rnd))
                         : b.weight("blk.0.ffn_up.weight", GgmlType.byName(kind), new long[] {rows, cols},
@@ -615,7 +615,7 @@ class CudaMatmulTest {
         try (CudaBackend b = backend("matmulAdd")) {
             SplittableRandom rnd = new SplittableRandom(20);
             int rows = 130, cols = 512;
-            for (String kind : new String[] {"q4_K", "w4a16", "q8_0", "q5_K", "q5_0"}) {
+            for (String kind : new String[] {"q4_K", "w4a16", "q8_0", "q5_K", "q5_0", "f16"}) {
                 Weight w = kind.equals("w4a16")
                         ? b.w4a16Weight("blk.0.ffn_down.weight", new long[] {rows, cols}, 128, 0, randomW4A16(new W4A16Layout.Geometry(rows, cols, 128), rnd))
                         : b.weight("blk.0.ffn_down.weight", GgmlType.byName(kind), new long[] {rows, cols},
@@ -654,7 +654,8 @@ class CudaMatmulTest {
     }
 
     /**
-     * The x16 GEMVs of Q8_0, Q6_K and Q3_K take rows that are only 2-byte aligned (17 Q8_0 blocks: 578 bytes; 19 Q6_K
+     * The x16 GEMVs of Q8_0, Q6_K, Q3_K and Q5_0 take rows that are only 2-byte aligned (17 Q8_0 blocks: 578 bytes, 17 Q5_0
+     * ones: 374; 19 Q6_K
      * super-blocks: 3990 bytes and 19 Q3_K ones: 2090 bytes, which also keep their batches off gemv8_mma_*), and x at any
      * 4-byte address (they read the 16-bit copy); against the twin as above.
      */
@@ -662,8 +663,8 @@ class CudaMatmulTest {
     void x16TakesTwoByteAlignedRowsAndUnalignedX() {
         try (CudaBackend b = backend("x16 2-byte rows")) {
             SplittableRandom rnd = new SplittableRandom(23);
-            for (GgmlType t : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q6_K, GgmlType.Q3_K}) {
-                int cols = t == GgmlType.Q8_0 ? 544 : 4864;
+            for (GgmlType t : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q6_K, GgmlType.Q3_K, GgmlType.Q5_0}) {
+                int cols = t == GgmlType.Q8_0 || t == GgmlType.Q5_0 ? 544 : 4864;
                 for (int n : new int[] {1, 3, 8}) {
                     int rows = 45;
                     StoredMatrix m = RandomBlocks.matrix("blk.0.ffn_down.weight", t, rows, cols, 0.05, rnd);
