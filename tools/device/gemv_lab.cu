@@ -66,9 +66,9 @@ __global__ void __launch_bounds__(GEMV_X16_THREADS) x16_persist(WEIGHT_PARAMS, c
 typedef void (*X16Kern)(WEIGHT_PARAMS, const unsigned char*, int, float*, int, const float*, float);
 struct X16Variant { const char* name; X16Kern k; int rowsPerBlock; int blocksPerSm = 0; };   // blocksPerSm: persistent grid
 static int sms;   // the device's multiprocessors (persistent grids)
-template <class Q, int PU = 1>   // PU: the shipped kernel's U (the persistent rows use it)
+template <class Q, int PU = 1, int SR = GEMV_X16_ROWS>   // PU: the shipped kernel's U (the persistent rows use it); SR: its rows a block
 static std::vector<X16Variant> x16_variants(X16Kern shipped) {
-    return {{"shipped", shipped, GEMV_X16_ROWS},
+    return {{"shipped", shipped, SR},
             {"persistent R2 T64 x8", x16_persist<Q, 2, 64, PU>, 2, 8},
             {"persistent R2 T64 x16", x16_persist<Q, 2, 64, PU>, 2, 16},
             {"persistent R2 T64 x32", x16_persist<Q, 2, 64, PU>, 2, 32},
@@ -836,7 +836,7 @@ int main(int argc, char** argv) {
             auto quant = [&](int K) { gemv_x16_quantize<<<(K / 32 + 3) / 4, 128, 0, s>>>(x, K, 1, xq); };
             std::vector<X16Variant> vs = t == "q4_K" ? q4k_variants() : t == "w4a16" ? x16_variants<W4a16Item>(gemv_x16_w4a16)
                                        : t == "q8_0" ? x16_variants<Q8_0Item>(gemv_x16_q8_0)
-                                       : t == "q5_K" ? x16_variants<Q5kItem>(gemv_x16_q5_K) : x16_variants<Q6kItem>(gemv_x16_q6_K);
+                                       : t == "q5_K" ? x16_variants<Q5kItem>(gemv_x16_q5_K) : x16_variants<Q6kItem, 1, GEMV_X16_WIDE_ROWS>(gemv_x16_q6_K);
             for (const X16Variant& v : vs) {
                 auto run = [&](const Mat& m) {
                     int grid = (m.rows + v.rowsPerBlock - 1) / v.rowsPerBlock;

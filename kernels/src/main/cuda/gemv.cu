@@ -6,19 +6,20 @@
 // launcher takes the rows per block from KernelCatalog.gemvRowsPerBlock, which mirrors the plan):
 // - staged (gemv_staged_impl, 4 rows a block): the block copies the rows' chunk of stored bytes into shared
 //   memory with 16-byte loads (coalesced, all issued before any is used), stages x's chunk transposed in
-//   shared memory, and every thread decodes its units of each row from there. Types whose blocks are not
-//   16-byte aligned (Q4_0, Q5_0, ...) and the rest that were not measured otherwise.
+//   shared memory, and every thread decodes its units of each row from there. F32 (whose runtime path is the
+//   twin, KernelCatalog.gemvPrefersTwin); every quantized type now runs x16.
 // - direct (gemv_direct_impl, 8 rows a block): a thread per 32-element unit, its 8 rows' bytes straight from
 //   global memory, x's 32 values read once (float4, through L1) for all 8 rows. F16.
-// - x16 (gemv_x16_impl with the type's item, 2 rows a block of 64 threads): integer dot products (dp4a)
+// - x16 (gemv_x16_impl with the type's item, 2 or 4 rows a block of 64 threads, GemvPlan): integer dot products (dp4a)
 //   against x quantized to 16 bits per 32 elements by gemv_x16_quantize (the launcher runs it once per x).
-//   Q4_K, Q5_K, W4A16, Q8_0, Q6_K and Q4_0, where the float forms were bound by instruction issue. Q8_0, Q6_K and Q4_0 blocks
-//   need only be 2-byte aligned (KernelCatalog.gemvAlignBytes).
+//   Every quantized type and W4A16, where the float forms were bound by instruction issue. Blocks that are not 16-byte
+//   multiples need only be 2-byte (Q8_0, Q6_K, Q4_0, Q3_K, Q5_0) or 4-byte (Q2_K, Q4_1, Q5_1) aligned
+//   (KernelCatalog.gemvAlignBytes).
 // The 4/6/8-bit float dots never convert integers to floats (dot32 below). Needs rowBytes and the weight's
 // address 16-byte aligned and cols a multiple of 32 (the launcher checks).
 //
 // gemv8_<t> (2 <= n <= 8, a decode batch): gemv_small_impl below; gemv8_x16_<t> for the x16 types; gemv8_mma_<t> (tensor
-// cores, fp16 operands) for Q4_K, W4A16 and F16 where the runtime takes them (KernelCatalog.gemvMmaTakes).
+// cores, fp16 operands) for the KernelCatalog.gemvMma types where the runtime takes them (KernelCatalog.gemvMmaTakes).
 //
 // gemv_ref_<t>, the reference twin (and the path for weights the fast one does not take): one warp per
 // output row, its lanes walking the row's units straight from global memory. Tests compare the two.
@@ -403,7 +404,7 @@ __device__ __forceinline__ int dp4_s_u(unsigned q, unsigned lo, int c) {
     return d;
 }
 
-// The 16 bytes at p, 2-byte aligned (blocks of Q8_0, Q6_K and Q4_0 are 34, 210 and 18 bytes), as 4 words: the aligned
+// The 16 bytes at p, 2-byte aligned (blocks of Q8_0, Q6_K, Q4_0, Q3_K and Q5_0 are 34, 210, 18, 110 and 22 bytes), as 4 words: the aligned
 // words from p rounded down, shifted right by 0 or 16 bits (the same code either way; nothing outside
 // [p - 2, p + 16) is read)
 __device__ __forceinline__ void ld16_aligned2(const unsigned char* p, unsigned* out) {
@@ -1101,7 +1102,8 @@ __device__ __forceinline__ void gemv_ref_impl(const WView& w, const float* x, in
 
 // GemvPlan X16 types: gemv_x16_ (n = 1), gemv8_x16_ (n <= 8), each also _multi: several weights of one x in
 // one launch (q, k and v; gate and up), part p of the table owning blocks
-// [blockStart, next part's blockStart) of GemvPlan ROWS rows each. KernelCatalog.GEMV_PART_BYTES mirrors the size.
+// [blockStart, next part's blockStart) of GemvPlan ROWS rows each (gemv8_x16_: ROWS8; the runtime keeps a table for
+// each). KernelCatalog.GEMV_PART_BYTES mirrors the size.
 struct GemvPart {
     const unsigned char* data;
     i64 rowBytes;
@@ -1152,7 +1154,7 @@ GEMV_X16(q5_K, WT_Q5_K, Q5kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(q6_K, WT_Q6_K, Q6kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 
-// ---- Decode batches (2..8 token rows) on the tensor cores: Q4_K, Q5_K, Q6_K, Q4_0, W4A16, F16 (gemv8_mma_<t>, _multi) -
+// ---- Decode batches (2..8 token rows) on the tensor cores: Q4_K, Q5_K, Q6_K, Q4_0, Q3_K, Q2_K, W4A16, F16 (gemv8_mma_<t>, _multi) -
 // gemv8_x16_q4_K costs ~7 thread instructions a weight at 8 token rows (two dp4a per 4 weights and token row, each
 // row's float epilogue an item): bound by instruction issue, 4.4x the time of one row (tools/device/gemv_lab.cu
 // `mma`, docs/BENCHMARKS.md). Here a warp dequantizes 32 weight rows x 64 columns (a chunk: 32 bytes of 4-bit codes a
@@ -1995,7 +1997,7 @@ EXPERT_GEMV_X16(q2_K, Q2kItem)
 EXPERT_GEMV_X16(q3_K, Q3kItem)
 EXPERT_GEMV_X16(w4a16, W4a16Item)
 
-// MoE groups on the tensor cores (prefill of Q4_K, W4A16 and Q8_0 stacks: KernelCatalog.expertGroupMma): expert_group_prep
+// MoE groups on the tensor cores (prefill of Q4_K, Q5_K, Q3_K, Q2_K, W4A16 and Q8_0 stacks: KernelCatalog.expertGroupMma): expert_group_prep
 // writes each group's x rows (the slots', or their tokens') as gemv_mma_prep writes a decode batch's, group g at
 // xg + g * (8 K + 16) halves: [K][8] fp16, each row scaled by a power of two, then the 8 rows' scales (fp32); rows past the
 // group's count 0. Grid (maxGroups), EXPERT_GROUP_PREP_THREADS threads (warp t finds row t's largest |x|).

@@ -120,7 +120,7 @@ public final class RefMma {
                 for (int e = 0; e < K_BLOCK; e++) {
                     int hf = e / 128, j = (e % 128) / 32, l = e % 32, sc = data[b + e / 16] & 0xFF;
                     int code = ((data[b + 16 + 32 * hf + l] & 0xFF) >> (2 * j)) & 3;
-                    double m = half(Math.max(-65504, Math.min(65504, (double) (float) (-dmin * (sc >> 4)))));
+                    double m = half(Math.max(-65504, Math.min(65504, (double) (-dmin * (sc >> 4)))));
                     out[r * cols + sb * K_BLOCK + e] = (float) half((double) d * ((sc & 15) * code) + m);
                 }
             }
@@ -163,8 +163,8 @@ public final class RefMma {
                     }
                 }
                 for (int c = 0; c < 4; c++) {
-                    double mLo = half(Math.max(-65504, Math.min(65504, (double) (float) (-dmin * mn[2 * c]))));
-                    double mHi = half(Math.max(-65504, Math.min(65504, (double) (float) (-dmin * mn[2 * c + 1]))));
+                    double mLo = half(Math.max(-65504, Math.min(65504, (double) (-dmin * mn[2 * c]))));
+                    double mHi = half(Math.max(-65504, Math.min(65504, (double) (-dmin * mn[2 * c + 1]))));
                     for (int l = 0; l < 32; l++) {
                         int q = data[b + qsAt + 32 * c + l] & 0xFF, h = qhAt < 0 ? 0 : (data[b + qhAt + l] & 0xFF) >> (2 * c);
                         int lo = (q & 15) + 16 * (h & 1), hi = (q >> 4) + 16 * ((h >> 1) & 1);

@@ -132,6 +132,27 @@ class KernelSourceMirrorTest {
         assertEquals(KernelCatalog.GDN_SCAN_COLS, define(d, "GDN_SCAN_COLS", "hybrid.cu"), "gdn_chunk_scan's state columns a block");
     }
 
+    /** KernelCatalog.expertX16RowsPerBlock is gemv.cu's ExpertRows of each x16 type's item (the MoE expert kernels' grids). */
+    @Test
+    void expertRowsMirrorGemvCu() throws IOException {
+        String src = Files.readString(CUDA.resolve("gemv.cu"));
+        Map<String, Integer> d = defines("gemv.cu");
+        Matcher generic = Pattern.compile("template <class Q> struct ExpertRows \\{ static const int R = (\\w+); \\};").matcher(src);
+        assertTrue(generic.find(), "ExpertRows in gemv.cu");
+        int fallback = define(d, generic.group(1), "gemv.cu");
+        Matcher m = Pattern.compile("(?m)^GEMV_X16\\((\\w+), WT_\\w+, (\\w+),").matcher(src);
+        int found = 0;
+        while (m.find()) {
+            Matcher special = Pattern.compile("template <> struct ExpertRows<" + m.group(2) + "> \\{ static const int R = (\\w+); \\};").matcher(src);
+            int rows = special.find() ? define(d, special.group(1), "gemv.cu") : fallback;
+            assertEquals(rows, KernelCatalog.expertX16RowsPerBlock(m.group(1), false), "expert_gemv_x16_" + m.group(1) + " rows a block");
+            assertEquals(rows * (KernelCatalog.GEMV_X16_THREADS / KernelCatalog.GEMV_X16_SHORT_TPR), KernelCatalog.expertX16RowsPerBlock(m.group(1), true),
+                    "expert_gemv_x16s_" + m.group(1) + " rows a block");
+            found++;
+        }
+        assertTrue(found >= 10, "GEMV_X16 types in gemv.cu: " + found);
+    }
+
     /** KernelCatalog.gemvX16ItemElems (which expert kernel takes a stack) is each x16 type's item size in gemv.cu: 2^Q::SHIFT. */
     @Test
     void x16ItemSizesMirrorGemvCu() throws IOException {

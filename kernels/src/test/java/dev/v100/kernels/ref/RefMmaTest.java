@@ -56,38 +56,25 @@ class RefMmaTest {
         }
     }
 
-    /** Q3_K: d (sc - 32) (q - 4) exact in fp32; the kernel's weight is its rounding. */
+    /** Q3_K: d (sc - 32) (q - 4), Q4_0: d (q - 8), each exact in fp32; the kernel's weight is its rounding. */
     @Test
-    void q3kWeightsAreTheExactOnesRounded() {
+    void q3kAndQ4_0WeightsAreTheExactOnesRounded() {
         SplittableRandom rnd = new SplittableRandom(5);
-        int rows = 7, cols = 768;
-        StoredMatrix m = RandomBlocks.matrix("w", GgmlType.Q3_K, rows, cols, 0.05, rnd);
-        float[] exact = new float[rows * cols];
-        for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(GgmlType.Q3_K, m.data(), cols, r, exact, r * cols);
-        float[] h = RefMma.q3kWeights(m.data().toArray(ValueLayout.JAVA_BYTE), rows, cols);
-        int differ = 0;
-        for (int i = 0; i < exact.length; i++) {
-            assertEquals((float) RefMma.half(exact[i]), h[i], 0f, "weight " + i);
-            if (h[i] != exact[i]) differ++;
+        int rows = 7;
+        for (GgmlType t : new GgmlType[] {GgmlType.Q3_K, GgmlType.Q4_0}) {
+            int cols = t == GgmlType.Q3_K ? 768 : 128;
+            StoredMatrix m = RandomBlocks.matrix("w", t, rows, cols, 0.05, rnd);
+            float[] exact = new float[rows * cols];
+            for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(t, m.data(), cols, r, exact, r * cols);
+            byte[] bytes = m.data().toArray(ValueLayout.JAVA_BYTE);
+            float[] h = t == GgmlType.Q3_K ? RefMma.q3kWeights(bytes, rows, cols) : RefMma.q4_0Weights(bytes, rows, cols);
+            int differ = 0;
+            for (int i = 0; i < exact.length; i++) {
+                assertEquals((float) RefMma.half(exact[i]), h[i], 0f, t + ": weight " + i);
+                if (h[i] != exact[i]) differ++;
+            }
+            assertTrue(differ > 0, t + ": fp16 rounding changed some weights");
         }
-        assertTrue(differ > 0, "fp16 rounding changed some weights");
-    }
-
-    /** Q4_0: d (q - 8) exact in fp32; the kernel's fp16(d (q - 8)) is its rounding. */
-    @Test
-    void q4_0WeightsAreTheExactOnesRounded() {
-        SplittableRandom rnd = new SplittableRandom(4);
-        int rows = 7, cols = 128;
-        StoredMatrix m = RandomBlocks.matrix("w", GgmlType.Q4_0, rows, cols, 0.05, rnd);
-        float[] exact = new float[rows * cols];
-        for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(GgmlType.Q4_0, m.data(), cols, r, exact, r * cols);
-        float[] h = RefMma.q4_0Weights(m.data().toArray(ValueLayout.JAVA_BYTE), rows, cols);
-        int differ = 0;
-        for (int i = 0; i < exact.length; i++) {
-            assertEquals((float) RefMma.half(exact[i]), h[i], 0f, "weight " + i);
-            if (h[i] != exact[i]) differ++;
-        }
-        assertTrue(differ > 0, "fp16 rounding changed some weights");
     }
 
     /** W4A16: (q - z) s exact in fp32; the kernel's fp16((q - z) s) is its rounding. */

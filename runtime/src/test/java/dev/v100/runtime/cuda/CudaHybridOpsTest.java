@@ -216,7 +216,7 @@ class CudaHybridOpsTest {
     /**
      * expert_gemv_x16_* of every x16 type against the CPU reference on the 16-bit x (the product it computes) and
      * against its fp32-x twin expert_gemv_* (within 4x the distance the rounding alone makes): token rows and slot
-     * rows, short rows (expert_gemv_x16s_) and long, Q8_0, Q4_0 and Q5_0 rows that are 2-byte aligned only (17 and 65 blocks), a
+     * rows, short rows (expert_gemv_x16s_) and long, Q8_0, Q4_0 and Q5_0 rows that are 2-byte aligned only (17 and 65 blocks), Q3_K's (19 super-blocks), a
      * Q6_K row of 20 super-blocks (4200 bytes).
      */
     @Test
@@ -279,7 +279,8 @@ class CudaHybridOpsTest {
      * many slots an expert) and the x16 expert GEMVs run by group
      * (expert_group_x16_*, the tensor-core groups turned off): bit for bit the per-slot kernels for short rows (both row groups
      * of 16 threads), the same products summed in another order for long rows (per slot: row groups of 64), for every x16 type,
-     * spans of 1, 4 and 8 row blocks a block (42 rows: 6 row blocks of 8, the last one and the last span partial),
+     * spans of 1, 4 and 8 row blocks a block (42 rows: 6 row blocks of 8, or 3 of 16 for the 64-element items of Q6_K, Q3_K
+     * and Q2_K, the last one and the last span partial),
      * token and slot rows, a routing with hot experts (more than GEMV_MAX_TOKENS groups' worth), cold ones (no slot)
      * and the 35B-A3B's 256 experts top-8; order and groups as counted here (1200 slots: the ids in two tiles), the groups
      * past the last zeroed (a routing of fewer groups after one of more).

@@ -390,7 +390,8 @@ class CudaMatmulTest {
                         W4A16Layout.Geometry g = new W4A16Layout.Geometry(rows[i], cols, 128);
                         ws.add(b.w4a16Weight("blk.0.attn_q.weight", new long[] {rows[i], cols}, 128, 0, randomW4A16(g, rnd)));
                     } else {
-                        GgmlType t = kind.equals("q8_0") ? GgmlType.Q8_0 : kind.equals("q3_K") ? GgmlType.Q3_K   // (x16 batches of 4 rows a block)
+                        // Q8_0: x16 batches of 4 rows a block (one row: 2); Q3_K: 4 rows a block, its batches on the tensor cores
+                        GgmlType t = kind.equals("q8_0") ? GgmlType.Q8_0 : kind.equals("q3_K") ? GgmlType.Q3_K
                                 : i != 1 ? GgmlType.Q4_K : kind.equals("mixed") ? GgmlType.F16 : kind.equals("x16 mixed") ? GgmlType.Q8_0 : GgmlType.Q4_K;
                         ws.add(b.weight("blk.0.attn_q.weight", t, new long[] {rows[i], cols}, RandomBlocks.matrix("w", t, rows[i], cols, 0.05, rnd).data()));
                     }
