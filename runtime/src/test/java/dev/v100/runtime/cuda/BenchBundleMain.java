@@ -10,9 +10,10 @@ import java.util.Locale;
 /**
  * Writes the synthetic bench bundles (random weights, real geometry) where no model can be downloaded:
  * {@code BenchBundleMain OUT_PREFIX TYPE GEOMETRY TPxPP...} writes {@code OUT_PREFIX-tpTppP} per layout.
- * TYPE is a ggml type (every tensor stored so), {@code Q4_K_M} or {@code Q5_K_M} (llama geometries, as llama.cpp's _M
- * mixes store them: the layer matrices and token_embd in Q4_K / Q5_K, but attn_v and ffn_down of its use_more_bits
- * layers and output in Q6_K) or {@code W4A16-gG} (layer matrices in the W4A16 layout with group size G, embedding
+ * TYPE is a ggml type (every tensor stored so), {@code Q4_K_M}, {@code Q5_K_M}, {@code Q3_K_M} or {@code Q2_K_MIX} (llama
+ * geometries, as llama.cpp's mixes of those file types store them, {@link TestBundles.LlamaCppMix}: the _M mixes' attn_v and
+ * ffn_down of its use_more_bits layers in Q6_K; Q3_K_M's attn_v, ffn_down and attn_output in Q4_K / Q5_K; the Q2_K file
+ * type's attn_v in Q4_K, ffn_down and attn_output in Q3_K; output Q6_K, token_embd the base type) or {@code W4A16-gG} (layer matrices in the W4A16 layout with group size G, embedding
  * and head F16); GEOMETRY is {@code llama1B}, {@code llama8B} or {@code qwen36-35B-A3B}
  * (the hybrid MoE, {@link HybridBundles}: pp 1, any tp).
  * Example: {@code BenchBundleMain /tmp/b8 Q4_K llama8B 1x1 2x1}.
@@ -22,17 +23,23 @@ public final class BenchBundleMain {
 
     public static void main(String[] args) {
         if (args.length < 4) {
-            System.err.println("usage: BenchBundleMain OUT_PREFIX TYPE|Q4_K_M|Q5_K_M|W4A16-gG llama1B|llama8B|qwen36-35B-A3B TPxPP...   (e.g. /tmp/b Q4_K llama8B 1x1 2x1)");
+            System.err.println("usage: BenchBundleMain OUT_PREFIX TYPE|Q4_K_M|Q5_K_M|Q3_K_M|Q2_K_MIX|W4A16-gG llama1B|llama8B|qwen36-35B-A3B TPxPP...   (e.g. /tmp/b Q4_K llama8B 1x1 2x1)");
             System.exit(2);
         }
         int group = 0;
         GgmlType type;
-        boolean mix = args[1].equals("Q4_K_M") || args[1].equals("Q5_K_M");
+        TestBundles.LlamaCppMix llamaCppMix = switch (args[1]) {
+            case "Q4_K_M", "Q5_K_M" -> TestBundles.LlamaCppMix.K_M;
+            case "Q3_K_M" -> TestBundles.LlamaCppMix.Q3_K_M;
+            case "Q2_K_MIX" -> TestBundles.LlamaCppMix.Q2_K;
+            default -> null;
+        };
+        boolean mix = llamaCppMix != null;
         if (args[1].toUpperCase(Locale.ROOT).startsWith("W4A16-G")) {
             group = Integer.parseInt(args[1].substring("W4A16-g".length()));
             type = GgmlType.F16;
         } else {
-            type = GgmlType.byName(mix ? args[1].substring(0, args[1].length() - 2) : args[1]);
+            type = GgmlType.byName(mix ? args[1].substring(0, 4) : args[1]);
         }
         if (mix && args[2].equals("qwen36-35B-A3B")) throw new IllegalArgumentException(args[1] + ": llama geometries only");
         if (args[2].equals("qwen36-35B-A3B")) {
@@ -59,7 +66,7 @@ public final class BenchBundleMain {
             int tp = Integer.parseInt(l[0]), pp = Integer.parseInt(l[1]);
             Path out = Path.of(args[0] + "-tp" + tp + "pp" + pp);
             long t0 = System.nanoTime();
-            TestBundles.writeLarge(out, spec, 1, tp, pp, group, mix ? GgmlType.Q6_K : null);
+            TestBundles.writeLarge(out, spec, 1, tp, pp, group, llamaCppMix);
             System.out.printf(Locale.ROOT, "wrote %s (%s geometry, %s, tp %d x pp %d) in %.1f s%n", out, args[2], args[1], tp, pp,
                     (System.nanoTime() - t0) / 1e9);
         }

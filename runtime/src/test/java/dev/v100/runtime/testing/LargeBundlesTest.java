@@ -69,7 +69,7 @@ class LargeBundlesTest {
         int[] more = IntStream.range(0, 32).filter(l -> TestBundles.moreBits(l, 32)).toArray();
         assertArrayEquals(new int[] {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31}, more);
         TestBundles.Spec s = TestBundles.tinyBench(GgmlType.Q4_K).withTypes(GgmlType.Q4_K, GgmlType.Q6_K);
-        Path dir = TestBundles.writeLarge(tmp.resolve("mix"), s, 5, 1, 1, 0, GgmlType.Q6_K);
+        Path dir = TestBundles.writeLarge(tmp.resolve("mix"), s, 5, 1, 1, 0, TestBundles.LlamaCppMix.K_M);
         try (Bundle b = Bundle.open(dir)) {
             java.util.Map<String, String> dtype = new java.util.HashMap<>();
             for (BundleManifest.Tensor t : b.manifest().ranks().get(0).tensors()) dtype.put(t.name(), t.dtype());
@@ -84,6 +84,42 @@ class LargeBundlesTest {
         try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
             float[] logits = model.forward(new int[] {1, 5, 9}, 0, false);
             for (float v : logits) assertTrue(Float.isFinite(v), "finite logits");
+        }
+    }
+
+    /**
+     * llama.cpp's Q3_K_M and Q2_K mixes at the 8B's 32 layers (types only, as llama-quantize assigns them to a dense llama with
+     * GQA 4) and written at tinyBench's 2 layers: they load and run.
+     */
+    @Test
+    void lowBitMixesStoreWhatLlamaCppDoes() {
+        TestBundles.LlamaCppMix q3 = TestBundles.LlamaCppMix.Q3_K_M, q2 = TestBundles.LlamaCppMix.Q2_K;
+        assertEquals(GgmlType.Q5_K, q3.type("attn_v", 1, 32, GgmlType.Q3_K));
+        assertEquals(GgmlType.Q4_K, q3.type("attn_v", 2, 32, GgmlType.Q3_K));
+        assertEquals(GgmlType.Q5_K, q3.type("ffn_down", 1, 32, GgmlType.Q3_K), "the first sixteenth");
+        assertEquals(GgmlType.Q4_K, q3.type("ffn_down", 2, 32, GgmlType.Q3_K));
+        assertEquals(GgmlType.Q4_K, q3.type("attn_output", 7, 32, GgmlType.Q3_K));
+        for (String role : new String[] {"attn_q", "attn_k", "ffn_gate", "ffn_up"}) assertEquals(GgmlType.Q3_K, q3.type(role, 7, 32, GgmlType.Q3_K), role);
+        assertEquals(GgmlType.Q4_K, q2.type("attn_v", 7, 32, GgmlType.Q2_K));
+        assertEquals(GgmlType.Q3_K, q2.type("ffn_down", 7, 32, GgmlType.Q2_K));
+        assertEquals(GgmlType.Q3_K, q2.type("attn_output", 7, 32, GgmlType.Q2_K));
+        for (String role : new String[] {"attn_q", "attn_k", "ffn_gate", "ffn_up"}) assertEquals(GgmlType.Q2_K, q2.type(role, 7, 32, GgmlType.Q2_K), role);
+        for (TestBundles.LlamaCppMix mix : new TestBundles.LlamaCppMix[] {q3, q2}) {
+            GgmlType base = mix == q3 ? GgmlType.Q3_K : GgmlType.Q2_K;
+            TestBundles.Spec s = TestBundles.tinyBench(base).withTypes(base, GgmlType.Q6_K);
+            Path dir = TestBundles.writeLarge(tmp.resolve(mix.name()), s, 5, 1, 1, 0, mix);
+            try (Bundle b = Bundle.open(dir)) {
+                java.util.Map<String, String> dtype = new java.util.HashMap<>();
+                for (BundleManifest.Tensor t : b.manifest().ranks().get(0).tensors()) dtype.put(t.name(), t.dtype());
+                assertEquals(base.name(), dtype.get("token_embd.weight"), mix + ": the embedding in the base type");
+                assertEquals("Q6_K", dtype.get("output.weight"));
+                assertEquals(mix.type("attn_v", 0, s.layers(), base).name(), dtype.get("blk.0.attn_v.weight"));
+                assertEquals(base.name(), dtype.get("blk.1.ffn_gate.weight"));
+            }
+            try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
+                float[] logits = model.forward(new int[] {1, 5, 9}, 0, false);
+                for (float v : logits) assertTrue(Float.isFinite(v), mix + ": finite logits");
+            }
         }
     }
 

@@ -368,28 +368,60 @@ public final class TestBundles {
     }
 
     /**
-     * As {@link #declarations(Spec)}; moreBits (if not null: a llama.cpp _M mix) the type of attn_v and ffn_down in
-     * {@link #moreBits} layers, and token_embd then in the layers' type (the mix stores only output in embType).
+     * A llama.cpp K-quant mix for a dense llama (llama-quantize's llama_tensor_get_type for these file types, no imatrix,
+     * GQA of 4 or more): the type of a layer matrix by its role (attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up,
+     * ffn_down), layer and the base type; token_embd keeps the base type, output the Spec's embType (Q6_K in all of them).
      */
-    static List<Decl> declarations(Spec s, GgmlType moreBits) {
+    public enum LlamaCppMix {
+        /** Q4_K_M / Q5_K_M: attn_v and ffn_down of {@link #moreBits} layers in Q6_K. */
+        K_M,
+        /** Q3_K_M: attn_v Q5_K in the first two layers, Q4_K after; ffn_down Q5_K in the first sixteenth, Q4_K after; attn_output Q4_K. */
+        Q3_K_M,
+        /** Q2_K: attn_v Q4_K (GQA 4 or more), ffn_down and attn_output Q3_K. */
+        Q2_K;
+
+        GgmlType type(String role, int layer, int layers, GgmlType base) {
+            return switch (this) {
+                case K_M -> (role.equals("attn_v") || role.equals("ffn_down")) && moreBits(layer, layers) ? GgmlType.Q6_K : base;
+                case Q3_K_M -> switch (role) {
+                    case "attn_v" -> layer < 2 ? GgmlType.Q5_K : GgmlType.Q4_K;
+                    case "ffn_down" -> layer < layers / 16 ? GgmlType.Q5_K : GgmlType.Q4_K;
+                    case "attn_output" -> GgmlType.Q4_K;
+                    default -> base;
+                };
+                case Q2_K -> switch (role) {
+                    case "attn_v" -> GgmlType.Q4_K;
+                    case "ffn_down", "attn_output" -> GgmlType.Q3_K;
+                    default -> base;
+                };
+            };
+        }
+    }
+
+    /**
+     * As {@link #declarations(Spec)}; mix (if not null) a llama.cpp mix over the layer matrices (the Spec's matType its base),
+     * token_embd then in the base type (the mixes store only output in embType).
+     */
+    static List<Decl> declarations(Spec s, LlamaCppMix mix) {
         if (s.ropeFreqs || s.bias || s.qkNorm) {
             throw new IllegalArgumentException("large bundles are plain llama geometry (no rope_freqs, biases or q/k norms): " + s);
         }
         List<Decl> decls = new ArrayList<>();
         long q = (long) s.heads * s.headDim, kv = (long) s.kvHeads * s.headDim;
-        decls.add(new Decl("token_embd.weight", -1, moreBits != null ? s.matType : s.embType, new long[] {s.vocab, s.hidden}, 1.0, false));
+        decls.add(new Decl("token_embd.weight", -1, mix != null ? s.matType : s.embType, new long[] {s.vocab, s.hidden}, 1.0, false));
         for (int l = 0; l < s.layers; l++) {
             String p = "blk." + l + ".";
+            int layer = l;
+            java.util.function.Function<String, GgmlType> t = role -> mix == null ? s.matType : mix.type(role, layer, s.layers, s.matType);
             decls.add(new Decl(p + "attn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1, false));
-            decls.add(new Decl(p + "attn_q.weight", l, s.matType, new long[] {q, s.hidden}, 1 / Math.sqrt(s.hidden), true));
-            decls.add(new Decl(p + "attn_k.weight", l, s.matType, new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden), true));
-            GgmlType vd = moreBits != null && moreBits(l, s.layers) ? moreBits : s.matType;
-            decls.add(new Decl(p + "attn_v.weight", l, vd, new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden), true));
-            decls.add(new Decl(p + "attn_output.weight", l, s.matType, new long[] {s.hidden, q}, 1 / Math.sqrt(q), true));
+            decls.add(new Decl(p + "attn_q.weight", l, t.apply("attn_q"), new long[] {q, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            decls.add(new Decl(p + "attn_k.weight", l, t.apply("attn_k"), new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            decls.add(new Decl(p + "attn_v.weight", l, t.apply("attn_v"), new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            decls.add(new Decl(p + "attn_output.weight", l, t.apply("attn_output"), new long[] {s.hidden, q}, 1 / Math.sqrt(q), true));
             decls.add(new Decl(p + "ffn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1, false));
-            decls.add(new Decl(p + "ffn_gate.weight", l, s.matType, new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden), true));
-            decls.add(new Decl(p + "ffn_up.weight", l, s.matType, new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden), true));
-            decls.add(new Decl(p + "ffn_down.weight", l, vd, new long[] {s.hidden, s.ffn}, 1 / Math.sqrt(s.ffn), true));
+            decls.add(new Decl(p + "ffn_gate.weight", l, t.apply("ffn_gate"), new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            decls.add(new Decl(p + "ffn_up.weight", l, t.apply("ffn_up"), new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            decls.add(new Decl(p + "ffn_down.weight", l, t.apply("ffn_down"), new long[] {s.hidden, s.ffn}, 1 / Math.sqrt(s.ffn), true));
         }
         decls.add(new Decl("output_norm.weight", -1, GgmlType.F32, new long[] {s.hidden}, -1, false));
         decls.add(new Decl("output.weight", -1, s.embType, new long[] {s.vocab, s.hidden}, 2 / Math.sqrt(s.hidden), false));
@@ -410,9 +442,9 @@ public final class TestBundles {
         return writeLarge(dir, s, seed, tp, pp, w4a16Group, null);
     }
 
-    /** As above; moreBits (if not null) the type of attn_v and ffn_down in llama.cpp's {@link #moreBits} layers (its _M mixes). */
-    public static Path writeLarge(Path dir, Spec s, long seed, int tp, int pp, int w4a16Group, GgmlType moreBits) {
-        List<Decl> decls = declarations(s, moreBits);
+    /** As above; mix (if not null) llama.cpp's types of the layer matrices ({@link LlamaCppMix}), s.matType its base. */
+    public static Path writeLarge(Path dir, Spec s, long seed, int tp, int pp, int w4a16Group, LlamaCppMix mix) {
+        List<Decl> decls = declarations(s, mix);
         List<BundleManifest.Stage> stages = stages(s.layers, pp);
         List<List<LargePart>> perRank = new ArrayList<>();
         for (BundleManifest.Stage st : stages) {
