@@ -1783,10 +1783,7 @@ __device__ __forceinline__ void expert_gemv_impl(const WView& w, const float* x,
 // Weight rows a row group of the MoE expert kernels (expert_gemv_x16*, expert_group_x16_) takes: as the dense one-row
 // GEMV's (GemvPlan ROWS) for the 64-element items, whose x16 of four units is shared by the rows, else GEMV_X16_ROWS
 // (KernelCatalog.expertX16RowsPerBlock)
-template <class Q> struct ExpertRows { static const int R = GEMV_X16_ROWS; };
-template <> struct ExpertRows<Q6kItem> { static const int R = GEMV_X16_WIDE_ROWS; };
-template <> struct ExpertRows<Q3kItem> { static const int R = GEMV_X16_WIDE_ROWS; };
-template <> struct ExpertRows<Q2kItem> { static const int R = GEMV_X16_WIDE_ROWS; };
+template <class Q> struct ExpertRows { static const int R = Q::SHIFT == 6 ? GEMV_X16_WIDE_ROWS : GEMV_X16_ROWS; };
 
 // The same with x in 16 bits (x16 types), for one or more stacks of one x (gate and up) in one launch: part z of
 // the table (GemvPart: rows = rows per expert, y = its out [slots, rows]) on grid z; grid (row blocks, slots, parts);

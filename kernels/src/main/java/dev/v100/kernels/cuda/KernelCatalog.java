@@ -446,10 +446,10 @@ public final class KernelCatalog {
 
     /**
      * Rows of one block of expert_gemv_x16_* (short: expert_gemv_x16s_* and expert_group_x16_*, 4 row groups a block): a row
-     * group takes GEMV_X16_WIDE_ROWS rows for Q6_K, Q3_K and Q2_K (gemv.cu ExpertRows), else GEMV_X16_ROWS.
+     * group takes GEMV_X16_WIDE_ROWS rows for the 64-element items (Q6_K, Q3_K, Q2_K; gemv.cu ExpertRows), else GEMV_X16_ROWS.
      */
     public static int expertX16RowsPerBlock(String suffix, boolean shortRows) {
-        int group = suffix.equals("q6_K") || suffix.equals("q3_K") || suffix.equals("q2_K") ? GEMV_X16_WIDE_ROWS : GEMV_X16_ROWS;
+        int group = gemvX16ItemElems(suffix) == 64 ? GEMV_X16_WIDE_ROWS : GEMV_X16_ROWS;
         return group * (shortRows ? GEMV_X16_THREADS / GEMV_X16_SHORT_TPR : 1);
     }
 

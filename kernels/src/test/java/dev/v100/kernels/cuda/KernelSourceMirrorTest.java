@@ -137,20 +137,30 @@ class KernelSourceMirrorTest {
     void expertRowsMirrorGemvCu() throws IOException {
         String src = Files.readString(CUDA.resolve("gemv.cu"));
         Map<String, Integer> d = defines("gemv.cu");
-        Matcher generic = Pattern.compile("template <class Q> struct ExpertRows \\{ static const int R = (\\w+); \\};").matcher(src);
-        assertTrue(generic.find(), "ExpertRows in gemv.cu");
-        int fallback = define(d, generic.group(1), "gemv.cu");
+        Matcher rule = Pattern.compile("template <class Q> struct ExpertRows \\{ static const int R = Q::SHIFT == (\\d+) \\? (\\w+) : (\\w+); \\};")
+                .matcher(src);
+        assertTrue(rule.find(), "ExpertRows in gemv.cu");
+        int shiftWide = Integer.parseInt(rule.group(1));
+        int wide = define(d, rule.group(2), "gemv.cu"), other = define(d, rule.group(3), "gemv.cu");
         Matcher m = Pattern.compile("(?m)^GEMV_X16\\((\\w+), WT_\\w+, (\\w+),").matcher(src);
         int found = 0;
         while (m.find()) {
-            Matcher special = Pattern.compile("template <> struct ExpertRows<" + m.group(2) + "> \\{ static const int R = (\\w+); \\};").matcher(src);
-            int rows = special.find() ? define(d, special.group(1), "gemv.cu") : fallback;
+            int rows = itemShift(src, m.group(2)) == shiftWide ? wide : other;
             assertEquals(rows, KernelCatalog.expertX16RowsPerBlock(m.group(1), false), "expert_gemv_x16_" + m.group(1) + " rows a block");
             assertEquals(rows * (KernelCatalog.GEMV_X16_THREADS / KernelCatalog.GEMV_X16_SHORT_TPR), KernelCatalog.expertX16RowsPerBlock(m.group(1), true),
                     "expert_gemv_x16s_" + m.group(1) + " rows a block");
             found++;
         }
         assertTrue(found >= 10, "GEMV_X16 types in gemv.cu: " + found);
+    }
+
+    /** An x16 item's Q::SHIFT in gemv.cu (its struct's, or that of the template it is an instance of). */
+    static int itemShift(String src, String item) {
+        Matcher alias = Pattern.compile("typedef (\\w+)<[^;]*> " + item + ";").matcher(src);
+        if (alias.find()) item = alias.group(1);
+        Matcher shift = Pattern.compile("struct " + item + " \\{\\s+static const int SHIFT = (\\d+);").matcher(src);
+        assertTrue(shift.find(), "struct " + item + " with its SHIFT in gemv.cu");
+        return Integer.parseInt(shift.group(1));
     }
 
     /** KernelCatalog.gemvX16ItemElems (which expert kernel takes a stack) is each x16 type's item size in gemv.cu: 2^Q::SHIFT. */
@@ -160,12 +170,7 @@ class KernelSourceMirrorTest {
         Matcher m = Pattern.compile("(?m)^GEMV_X16\\((\\w+), WT_\\w+, (\\w+),").matcher(src);
         int found = 0;
         while (m.find()) {
-            String item = m.group(2);
-            Matcher alias = Pattern.compile("typedef (\\w+)<[^;]*> " + item + ";").matcher(src);   // an instance of an item template
-            if (alias.find()) item = alias.group(1);
-            Matcher shift = Pattern.compile("struct " + item + " \\{\\s+static const int SHIFT = (\\d+);").matcher(src);
-            assertTrue(shift.find(), "struct " + item + " with its SHIFT in gemv.cu");
-            assertEquals(1 << Integer.parseInt(shift.group(1)), KernelCatalog.gemvX16ItemElems(m.group(1)), m.group(1) + ": elements of an item");
+            assertEquals(1 << itemShift(src, m.group(2)), KernelCatalog.gemvX16ItemElems(m.group(1)), m.group(1) + ": elements of an item");
             assertTrue(KernelCatalog.gemvX16(m.group(1)), m.group(1) + " is an x16 type in KernelCatalog");
             found++;
         }
