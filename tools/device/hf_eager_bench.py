@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Baseline for docs/BENCHMARKS.md: Hugging Face transformers' EAGER forward speed for a full-size Llama
-# (LlamaForCausalLM) or Qwen3.6-35B-A3B-shaped MoE (Qwen3_5MoeForCausalLM: its Gated-DeltaNet in transformers' torch
-# form, fla absent), attn_implementation="eager", random weights, no download, no network, measured the
+# (LlamaForCausalLM), Qwen3.6-35B-A3B-shaped MoE (Qwen3_5MoeForCausalLM) or Qwen3.5-27B-shaped dense hybrid
+# (Qwen3_5ForCausalLM; both with their Gated-DeltaNet in transformers' torch form, fla absent), attn_implementation="eager", random weights, no download, no network, measured the
 # way our CUDA bench (`v100-run bench BUNDLE --backend cuda`, CudaBench.java) measures ours, so the two
 # tables can stand side by side:
 #   prefill N tokens   N random tokens from position 0 at batch 1 (one forward, use_cache=True, the last
@@ -22,7 +22,8 @@
 #       --decode-steps 8 --batches 1,2 --start 32
 #   python3 tools/device/hf_eager_bench.py --geometry qwen35moe-tiny --device cpu --dtype float32 --prefill 64 \
 #       --decode-steps 8 --batches 1,2 --start 32
-# Options: --geometry llama8B|llama1B|tiny|qwen36-35B-A3B|qwen35moe-tiny, --device cuda|cpu, --dtype float16|bfloat16|float32,
+#   (and qwen35-tiny, the dense hybrid)
+# Options: --geometry llama8B|llama1B|tiny|qwen36-35B-A3B|qwen35moe-tiny|qwen35-27B|qwen35-tiny, --device cuda|cpu, --dtype float16|bfloat16|float32,
 # --prefill 512,4096, --decode-steps 64, --decode-warmup 8, --batches 1,8, --start 512, --seed 7.
 # A measurement that runs out of memory or past max_position_embeddings is printed as "skipped: ...".
 import argparse
@@ -40,9 +41,9 @@ from transformers import LlamaConfig, LlamaForCausalLM
 # the hybrid MoE family (Qwen3.5/3.6-MoE: Gated-DeltaNet and gated attention layers, routed + shared experts); an
 # older transformers without it still runs the llama geometries
 try:
-    from transformers import Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
+    from transformers import Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig, Qwen3_5ForCausalLM, Qwen3_5TextConfig
 except ImportError:  # pragma: no cover
-    Qwen3_5MoeForCausalLM = Qwen3_5MoeTextConfig = None
+    Qwen3_5MoeForCausalLM = Qwen3_5MoeTextConfig = Qwen3_5ForCausalLM = Qwen3_5TextConfig = None
 
 # geometries of the hybrid MoE family (Qwen3_5MoeTextConfig keyword arguments); the rest are Llama's
 MOE_GEOMETRIES = {
@@ -56,6 +57,21 @@ MOE_GEOMETRIES = {
                            linear_value_head_dim=32, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=64,
                            shared_expert_intermediate_size=64, max_position_embeddings=2048,
                            layer_types=["linear_attention", "linear_attention", "linear_attention", "full_attention"]),
+}
+
+# geometries of the dense hybrid (Qwen3_5TextConfig keyword arguments: Gated-DeltaNet and gated attention, a SwiGLU MLP)
+HYBRID_GEOMETRIES = {
+    # Qwen3.5-27B / Qwen3.6-27B: hidden 5120, 64 layers three GDN to one attention, MLP 17408, 24/4 heads of 256 (rotary
+    # a quarter), GDN 16/48 heads of 128, vocab 248320, untied head: our synthetic qwen35-27B bench bundles
+    "qwen35-27B": dict(vocab_size=248320, hidden_size=5120, num_hidden_layers=64, intermediate_size=17408, num_attention_heads=24,
+                       num_key_value_heads=4, head_dim=256, linear_num_key_heads=16, linear_num_value_heads=48,
+                       linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4, tie_word_embeddings=False,
+                       max_position_embeddings=262144),
+    # quick CPU smoke test of the same architecture
+    "qwen35-tiny": dict(vocab_size=512, hidden_size=128, num_hidden_layers=4, intermediate_size=256, num_attention_heads=4,
+                        num_key_value_heads=2, head_dim=32, linear_num_key_heads=4, linear_num_value_heads=12, linear_key_head_dim=32,
+                        linear_value_head_dim=32, max_position_embeddings=2048,
+                        layer_types=["linear_attention", "linear_attention", "linear_attention", "full_attention"]),
 }
 
 GEOMETRIES = {
@@ -100,10 +116,13 @@ def sync(dev):
 
 
 def make_config(geometry, dtype):
-    if geometry in MOE_GEOMETRIES:
+    if geometry in MOE_GEOMETRIES or geometry in HYBRID_GEOMETRIES:
         if Qwen3_5MoeTextConfig is None:
-            raise SystemExit(f"{geometry}: this transformers ({transformers.__version__}) has no Qwen3_5MoeForCausalLM")
-        cfg = Qwen3_5MoeTextConfig(**MOE_GEOMETRIES[geometry], use_cache=True, attn_implementation="eager")
+            raise SystemExit(f"{geometry}: this transformers ({transformers.__version__}) has no Qwen3_5MoeForCausalLM / Qwen3_5ForCausalLM")
+        if geometry in MOE_GEOMETRIES:
+            cfg = Qwen3_5MoeTextConfig(**MOE_GEOMETRIES[geometry], use_cache=True, attn_implementation="eager")
+        else:
+            cfg = Qwen3_5TextConfig(**HYBRID_GEOMETRIES[geometry], use_cache=True, attn_implementation="eager")
         cfg._attn_implementation = "eager"
         cfg.dtype = dtype
         return cfg
@@ -125,7 +144,7 @@ def build_model(cfg, dev, dtype):
     torch.set_default_dtype(dtype)
     try:
         with torch.device(dev):
-            model = Qwen3_5MoeForCausalLM(cfg) if is_moe(cfg) else LlamaForCausalLM(cfg)
+            model = Qwen3_5MoeForCausalLM(cfg) if is_moe(cfg) else Qwen3_5ForCausalLM(cfg) if is_hybrid(cfg) else LlamaForCausalLM(cfg)
     finally:
         torch.set_default_dtype(old)
     # no model.to(dtype): that would also cast the float32 RoPE inv_freq buffers (from_pretrained keeps them fp32)
@@ -139,6 +158,11 @@ def build_model(cfg, dev, dtype):
 
 def is_moe(cfg):
     return getattr(cfg, "num_experts", 0) > 0
+
+
+def is_hybrid(cfg):
+    """The Qwen3.5 family (dense or MoE): Gated-DeltaNet layers beside full attention."""
+    return getattr(cfg, "layer_types", None) is not None and "linear_attention" in cfg.layer_types
 
 
 def full_attention_layers(cfg):
@@ -172,7 +196,7 @@ def device_copy_gbps(dev, iters=10):
 
 def main():
     ap = argparse.ArgumentParser(description="transformers eager Llama forward speed, random weights")
-    ap.add_argument("--geometry", required=True, choices=sorted(GEOMETRIES) + sorted(MOE_GEOMETRIES))
+    ap.add_argument("--geometry", required=True, choices=sorted(GEOMETRIES) + sorted(MOE_GEOMETRIES) + sorted(HYBRID_GEOMETRIES))
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--dtype", default="float16", choices=sorted(DTYPES))
     ap.add_argument("--prefill", type=int_list, default=[512, 4096])
@@ -227,6 +251,11 @@ def main():
         print(f"model: Qwen3_5MoeForCausalLM ({args.geometry}), {cfg.num_hidden_layers} layers ({full_attention_layers(cfg)} full "
               f"attention), hidden {cfg.hidden_size}, {cfg.num_experts} experts top-{cfg.num_experts_per_tok} of "
               f"{cfg.moe_intermediate_size} + shared {cfg.shared_expert_intermediate_size}, heads {cfg.num_attention_heads}/"
+              f"{cfg.num_key_value_heads} kv of {cfg.head_dim}, GDN {cfg.linear_num_key_heads}/{cfg.linear_num_value_heads} "
+              f"heads, vocab {vocab}, max positions {maxpos}, {args.dtype}, attention {attn}")
+    elif is_hybrid(cfg):
+        print(f"model: Qwen3_5ForCausalLM ({args.geometry}), {cfg.num_hidden_layers} layers ({full_attention_layers(cfg)} full "
+              f"attention), hidden {cfg.hidden_size}, intermediate {cfg.intermediate_size}, heads {cfg.num_attention_heads}/"
               f"{cfg.num_key_value_heads} kv of {cfg.head_dim}, GDN {cfg.linear_num_key_heads}/{cfg.linear_num_value_heads} "
               f"heads, vocab {vocab}, max positions {maxpos}, {args.dtype}, attention {attn}")
     else:

@@ -22,8 +22,8 @@ import java.util.SplittableRandom;
 import java.util.stream.IntStream;
 
 /**
- * Full-size synthetic bundles of the Qwen3.5/3.6 hybrid MoE architecture (qwen35moe: Gated-DeltaNet and
- * gated full-attention layers, routed experts plus a gated shared expert), random weights, tp 1 x pp 1,
+ * Full-size synthetic bundles of the Qwen3.5/3.6 hybrid architectures (Gated-DeltaNet and gated full-attention
+ * layers; qwen35moe: routed experts plus a gated shared expert, qwen35: a dense SwiGLU MLP), random weights, pp 1,
  * written straight into the mapped data file with the tensors filled in parallel: the MoE bench bundle,
  * where no model can be downloaded. Tensor names, shapes and tp cuts are the converter's (Qwen35Recipe, ShardPlanner):
  * the layout fixes (A_log, value-head order, norm offsets) are already applied, so the values only need
@@ -41,20 +41,35 @@ public final class HybridBundles {
      * 32 value heads of 128, 256 experts of 512 (8 routed per token) plus a shared expert of 512, vocab 248320.
      */
     public static ModelConfig qwen36_35bA3b() {
-        return config(248320, 2048, 40, 16, 2, 256, 64, new ModelConfig.Gdn(16, 32, 128, 128, 4),
+        return config(248320, 2048, 40, 0, 16, 2, 256, 64, new ModelConfig.Gdn(16, 32, 128, 128, 4),
                 new ModelConfig.Moe(256, 8, 512, 512, true, true, "softmax"), 262144);
     }
 
-    /** A small geometry of the same architecture (cuts on whole 32-element blocks and heads up to tp 4) for tests. */
-    public static ModelConfig small() {
-        return config(256, 128, 4, 4, 2, 32, 8, new ModelConfig.Gdn(4, 8, 32, 32, 4), new ModelConfig.Moe(8, 2, 128, 128, true, true, "softmax"), 2048);
+    /**
+     * Qwen3.5-27B / Qwen3.6-27B geometry (the dense hybrid, qwen35), as we read its published configuration: hidden 5120,
+     * 64 layers (three Gated-DeltaNet to one gated full attention), SwiGLU MLP of 17408, 24 query / 4 KV heads of 256
+     * (rotary 64), GDN 16 key / 48 value heads of 128, vocab 248320, untied head (its MTP layer not written).
+     */
+    public static ModelConfig qwen35_27b() {
+        return config(248320, 5120, 64, 17408, 24, 4, 256, 64, new ModelConfig.Gdn(16, 48, 128, 128, 4), null, 262144);
     }
 
-    static ModelConfig config(int vocab, int hidden, int layers, int heads, int kvHeads, int headDim, int rotaryDim, ModelConfig.Gdn gdn,
-                              ModelConfig.Moe moe, int maxPositions) {
+    /** A small geometry of the MoE architecture (cuts on whole 32-element blocks and heads up to tp 4) for tests. */
+    public static ModelConfig small() {
+        return config(256, 128, 4, 0, 4, 2, 32, 8, new ModelConfig.Gdn(4, 8, 32, 32, 4), new ModelConfig.Moe(8, 2, 128, 128, true, true, "softmax"), 2048);
+    }
+
+    /** A small geometry of the dense hybrid (GDN value heads 3 to a key head, as the 27B's) for tests. */
+    public static ModelConfig smallDense() {
+        return config(256, 128, 4, 256, 4, 2, 32, 8, new ModelConfig.Gdn(4, 12, 32, 32, 4), null, 2048);
+    }
+
+    /** moe null: the dense qwen35 with an MLP of intermediate; else qwen35moe (intermediate unused: 0). */
+    static ModelConfig config(int vocab, int hidden, int layers, int intermediate, int heads, int kvHeads, int headDim, int rotaryDim,
+                              ModelConfig.Gdn gdn, ModelConfig.Moe moe, int maxPositions) {
         List<String> types = new ArrayList<>();
         for (int l = 0; l < layers; l++) types.add(l % 4 == 3 ? ModelConfig.FULL_ATTENTION : ModelConfig.LINEAR_ATTENTION);
-        return new ModelConfig("qwen35moe", vocab, hidden, layers, 0, heads, kvHeads, headDim, 1e-6, maxPositions, false,
+        return new ModelConfig(moe != null ? "qwen35moe" : "qwen35", vocab, hidden, layers, intermediate, heads, kvHeads, headDim, 1e-6, maxPositions, false,
                 new ModelConfig.Rope(1e7, rotaryDim, "neox", null, false), false, true, true, 0.0, List.copyOf(types), 1.0, 1.0, null, 1.0,
                 gdn, moe);
     }
@@ -80,15 +95,16 @@ public final class HybridBundles {
 
     /**
      * The layer matrices an int4 checkpoint quantizes (the golden fixtures' set, golden-tests/fixtures/generate.py):
-     * attention q/k/v/o, the GDN's in_proj_qkv, in_proj_z and out_proj, the routed and the shared experts; the router,
-     * the shared-expert gate, the GDN's small in_proj_a/b, the embedding and the head stay 16-bit.
+     * attention q/k/v/o, the GDN's in_proj_qkv, in_proj_z and out_proj, the routed and the shared experts, the dense MLP;
+     * the router, the shared-expert gate, the GDN's small in_proj_a/b, the embedding and the head stay 16-bit.
      */
     static boolean int4Quantized(TensorSpec t) {
         String n = t.name();
         if (!n.startsWith("blk.") || fillOf(t) != Fill.MATRIX) return false;
         return n.endsWith(".attn_q.weight") || n.endsWith(".attn_k.weight") || n.endsWith(".attn_v.weight") || n.endsWith(".attn_output.weight")
                 || n.endsWith(".attn_qkv.weight") || n.endsWith(".attn_gate.weight") || n.endsWith(".ssm_out.weight")
-                || n.endsWith("_exps.weight") || n.endsWith("_shexp.weight") && !n.endsWith("ffn_gate_inp_shexp.weight");
+                || n.endsWith("_exps.weight") || n.endsWith("_shexp.weight") && !n.endsWith("ffn_gate_inp_shexp.weight")
+                || n.endsWith(".ffn_gate.weight") || n.endsWith(".ffn_up.weight") || n.endsWith(".ffn_down.weight");
     }
 
     /** One rank's stored part of a tensor, placed in its data file (quant: the W4A16 layout's group, else null). */

@@ -18,6 +18,7 @@ import java.util.stream.IntStream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -142,6 +143,35 @@ class LargeBundlesTest {
             // the router and the shared-expert gate stay unquantized (fp32 vectors, as GGUF keeps them)
             assertEquals("F32", dtypes.get("blk.0.ffn_gate_inp.weight"));
             assertEquals("F32", dtypes.get("blk.0.ffn_gate_inp_shexp.weight"));
+        }
+        try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
+            float[] logits = model.forward(new int[] {1, 5, 9, 200, 3, 7, 11}, 0, false);
+            assertEquals(c.vocabSize(), logits.length);
+            double sq = 0;
+            for (float v : logits) {
+                assertTrue(Float.isFinite(v), "finite logits");
+                sq += (double) v * v;
+            }
+            assertTrue(sq / logits.length > 1e-4, "non-degenerate logits: mean square " + sq / logits.length);
+        }
+    }
+
+    /** The dense hybrid (qwen35, the 27B's bench geometry at a small size): loads, runs; its MLP in W4A16 where int4 checkpoints quantize it. */
+    @ParameterizedTest(name = "qwen35 {0} g{2} tp {1}")
+    @CsvSource({"Q4_0, 1, 0", "Q8_0, 2, 0", "F16, 1, 32"})
+    void denseHybridLoadsAndRuns(String type, int tp, int group) {
+        dev.v100.formats.bundle.ModelConfig c = HybridBundles.smallDense();
+        Path dir = HybridBundles.write(tmp.resolve("dense"), c, GgmlType.byName(type), 5, tp, group);
+        try (Bundle b = Bundle.open(dir)) {
+            assertEquals("qwen35", b.manifest().config().architecture());
+            java.util.Map<String, String> dtypes = new java.util.HashMap<>();
+            for (BundleManifest.Tensor t : b.manifest().ranks().get(0).tensors()) dtypes.put(t.name(), t.dtype());
+            String int4 = group > 0 ? W4A16Layout.DTYPE : type;
+            for (String q : new String[] {"blk.0.attn_qkv.weight", "blk.0.ssm_out.weight", "blk.3.attn_q.weight", "blk.0.ffn_gate.weight",
+                    "blk.2.ffn_down.weight"}) {
+                assertEquals(int4, dtypes.get(q), q);
+            }
+            assertFalse(dtypes.containsKey("blk.0.ffn_gate_inp.weight"), "a dense model has no router");
         }
         try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
             float[] logits = model.forward(new int[] {1, 5, 9, 200, 3, 7, 11}, 0, false);
