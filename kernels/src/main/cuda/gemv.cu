@@ -1142,6 +1142,82 @@ static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelC
     GEMV_X16_KERNELS(gemv8_x16_##SUFFIX, GEMV_MAX_N, T, ITEM, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV(f32, WT_F32)
 GEMV(f16, WT_F16)
+
+// ---- Short F16 matrices: a block a row -----------------------------------------------------------------------------
+// A matrix of a few dozen rows (the Gated-DeltaNet's in_proj_a / in_proj_b, one row a value head, which int4 checkpoints
+// keep 16-bit) got 3-6 blocks for the whole GPU from gemv_f16 (8 rows a block) and gemv8_f16 (16), each walking its rows'
+// units one load after another: ~10 us a launch at batch 1 and ~50 at batch 8 for 48 x 5120 (docs/BENCHMARKS.md). Here a
+// block of GEMV_F16_ROW_THREADS takes one row for all n <= GEMV_MAX_N token rows: a thread's 16-byte chunks of the row (8
+// columns; GEMV_F16_ROW_PRE chunks loaded before any is used), each token row's sum in the same order whatever n is (a
+// batch's row is bit for bit that row alone), the warps' sums added in warp order. The runtime takes it for F16 weights
+// of at most KernelCatalog.GEMV_F16_SHORT_ROWS rows, n = 1 and batches; _multi: several of one x (part p's blocks from its
+// blockStart, a block a row). Needs the row 16-byte aligned, cols a multiple of 8, x's rows 16-byte aligned.
+#define GEMV_F16_ROW_THREADS 128
+#define GEMV_F16_ROW_PRE 4
+// returns, to thread t < n, token row t's dot of the row with x (others: 0)
+__device__ __forceinline__ float gemv_f16_row_dot(const unsigned char* row, int cols, const float* __restrict__ x, int n) {
+    __shared__ float red[GEMV_MAX_N][GEMV_F16_ROW_THREADS / 32];
+    const int T = GEMV_F16_ROW_THREADS, PRE = GEMV_F16_ROW_PRE;
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int chunks = cols >> 3;
+    const uint4* wp = reinterpret_cast<const uint4*>(row);
+    float acc[GEMV_MAX_N];
+#pragma unroll
+    for (int t = 0; t < GEMV_MAX_N; t++) acc[t] = 0.f;
+    for (int c0 = tid; c0 < chunks; c0 += T * PRE) {
+        uint4 wv[PRE];
+#pragma unroll
+        for (int k = 0; k < PRE; k++) wv[k] = c0 + k * T < chunks ? __ldg(wp + c0 + k * T) : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+        for (int k = 0; k < PRE; k++) {
+            int c = c0 + k * T;
+            if (c >= chunks) continue;
+            float w[8] = {h2f((h16) (wv[k].x & 0xffffu)), h2f((h16) (wv[k].x >> 16)), h2f((h16) (wv[k].y & 0xffffu)), h2f((h16) (wv[k].y >> 16)),
+                          h2f((h16) (wv[k].z & 0xffffu)), h2f((h16) (wv[k].z >> 16)), h2f((h16) (wv[k].w & 0xffffu)), h2f((h16) (wv[k].w >> 16))};
+#pragma unroll
+            for (int t = 0; t < GEMV_MAX_N; t++) {
+                if (t >= n) continue;
+                const float4* xp = reinterpret_cast<const float4*>(x + (i64) t * cols) + 2 * c;
+                float4 a = __ldg(xp), b = __ldg(xp + 1);
+                float s = acc[t];
+                s = __fmaf_rn(w[0], a.x, s);
+                s = __fmaf_rn(w[1], a.y, s);
+                s = __fmaf_rn(w[2], a.z, s);
+                s = __fmaf_rn(w[3], a.w, s);
+                s = __fmaf_rn(w[4], b.x, s);
+                s = __fmaf_rn(w[5], b.y, s);
+                s = __fmaf_rn(w[6], b.z, s);
+                s = __fmaf_rn(w[7], b.w, s);
+                acc[t] = s;
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < GEMV_MAX_N; t++) {
+        if (t >= n) continue;
+        float s = warp_sum(acc[t]);
+        if (lane == 0) red[t][warp] = s;
+    }
+    __syncthreads();
+    float s = 0.f;
+    if (tid < n) {
+#pragma unroll
+        for (int k = 0; k < T / 32; k++) s += red[tid][k];
+    }
+    return s;
+}
+extern "C" __global__ void __launch_bounds__(GEMV_F16_ROW_THREADS) gemv_f16_rows(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {
+    float s = gemv_f16_row_dot(w_data + (i64) blockIdx.x * w_rowBytes, w_cols, x, n);
+    if ((int) threadIdx.x < n) y[(i64) threadIdx.x * rows + blockIdx.x] = s;
+}
+extern "C" __global__ void __launch_bounds__(GEMV_F16_ROW_THREADS) gemv_f16_rows_multi(const GemvPart* parts, int nparts, int cols,
+                                                                                        const float* x, int n) {
+    int p = 0;
+    while (p + 1 < nparts && (int) blockIdx.x >= parts[p + 1].blockStart) p++;
+    i64 r = blockIdx.x - parts[p].blockStart;
+    float s = gemv_f16_row_dot(parts[p].data + r * parts[p].rowBytes, cols, x, n);
+    if ((int) threadIdx.x < n) parts[p].y[(i64) threadIdx.x * parts[p].rows + r] = s;
+}
 GEMV_X16(q8_0, WT_Q8_0, Q8_0Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(q4_0, WT_Q4_0, Q4_0Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(q4_1, WT_Q4_1, Q4_1Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))

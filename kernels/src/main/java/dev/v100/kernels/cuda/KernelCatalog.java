@@ -63,6 +63,13 @@ public final class KernelCatalog {
      */
     public static final int GEMV_MULTI_MAX_PARTS = 4;
     public static final int GEMV_PART_BYTES = 56;
+    /**
+     * gemv_f16_rows (and _multi): a block of GEMV_F16_ROW_THREADS a weight row, for one token row and decode batches alike; the
+     * runtime takes it for F16 weights of at most GEMV_F16_SHORT_ROWS rows (gemv.cu "Short F16 matrices": the direct and batch
+     * kernels' 8 and 16 rows a block leave such a matrix a handful of blocks).
+     */
+    public static final int GEMV_F16_ROW_THREADS = 128;
+    public static final int GEMV_F16_SHORT_ROWS = 512;
     /** expert_gemv_x16s_*: threads per row group for short rows (gemv.cu GEMV_X16_SHORT_TPR). */
     public static final int GEMV_X16_SHORT_TPR = 16;
     /**
@@ -228,6 +235,10 @@ public final class KernelCatalog {
                 add("gemv", "gemv8_mma_" + t + "_multi", 32 * GEMV_MMA_WARPS, 0);
             }
             add("gemv", "gemv_ref_" + t, GEMV_THREADS, 0);
+            if (t.equals("f16")) {
+                add("gemv", "gemv_f16_rows", GEMV_F16_ROW_THREADS, 0);
+                add("gemv", "gemv_f16_rows_multi", GEMV_F16_ROW_THREADS, 0);
+            }
             add("gemm", "gemm_" + t, GEMM_THREADS, 0);
             add("gemm", "dequant_" + t, ew, 0);
         }

@@ -51,6 +51,8 @@ public final class CudaBackend implements Backend {
     static final int DECODE_ATTENTION_MAX_ROWS = 4;
     /** Bytes of the fp16 scratch a quantized weight is dequantized into, chunk by chunk, for cuBLAS. */
     static final long DEQUANT_SCRATCH_BYTES = 64L << 20;
+    /** cuBLAS row chunks of a dequantized weight are whole multiples of this many rows ({@link #cublasChunkRows}). */
+    static final long CUBLAS_CHUNK_ALIGN_ROWS = 128;
     private static final int EW = KernelCatalog.ELEMENTWISE_THREADS;
     /** A grid's y extent at most (CUDA). */
     private static final int MAX_GRID_Y = 65535;
@@ -81,7 +83,7 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnDecodeRows, kQkPrep, kMoeOutputNorm,
-            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kDeltaStep, kChunkPrep, kChunkScan, kRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnInputs, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep;
+            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kDeltaStep, kChunkPrep, kChunkScan, kRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnInputs, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep, kF16Rows, kF16RowsMulti;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -146,6 +148,8 @@ public final class CudaBackend implements Backend {
         kCopy = device.kernel("copy_f32");
         kX16Quantize = device.kernel("gemv_x16_quantize");
         kMmaPrep = device.kernel("gemv_mma_prep");
+        kF16Rows = device.kernel("gemv_f16_rows");
+        kF16RowsMulti = device.kernel("gemv_f16_rows_multi");
         kRmsNorm = device.kernel("rmsnorm");
         kRope = device.kernel("rope_neox");
         kKvStore = device.kernel("kv_store");
@@ -493,6 +497,11 @@ public final class CudaBackend implements Backend {
             throw new BackendException("the fast GEMV needs " + KernelCatalog.gemvAlignBytes(w.kernelSuffix) + "-byte alignment and whole 32-column units: "
                     + w + ", x " + x);
         }
+        if (f16RowsTake(x, w)) {
+            w.params(device.launch(kF16Rows)).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
+                    .go(w.rows, 1, 1, KernelCatalog.GEMV_F16_ROW_THREADS, 0);
+            return;
+        }
         if (w.kernels.x16() || mmaTakes(x, w)) {
             gemvX16(x, w, out);
             return;
@@ -525,6 +534,16 @@ public final class CudaBackend implements Backend {
         w.params(device.launch(x.rows == 1 ? w.kernels.gemv() : w.kernels.gemv8())).ptr(q).i32(x.rows).ptr(out.address).i32((int) w.rows)
                 .ptr(addTo).f32(scale).go((w.rows + per - 1) / per, 1, 1, KernelCatalog.GEMV_X16_THREADS, 0);
         x16Read(x, q, List.of(out));
+    }
+
+    /**
+     * Whether x's rows (1..GEMV_MAX_TOKENS) through w run gemv_f16_rows, a block a row: an F16 matrix of at most
+     * GEMV_F16_SHORT_ROWS rows (the GDN's in_proj_a / in_proj_b), which the 8- and 16-row blocks of gemv_f16 / gemv8_f16
+     * (or gemv8_mma_f16's 32) would leave a handful of blocks. x must be 16-byte aligned (fastGemvTakes).
+     */
+    static boolean f16RowsTake(CudaBuffer x, CudaWeight w) {
+        return w.type == GgmlType.F16 && w.rows <= KernelCatalog.GEMV_F16_SHORT_ROWS && x.rows >= 1 && x.rows <= KernelCatalog.GEMV_MAX_TOKENS
+                && w.vector == 0 && w.expertRows == 0 && w.index == 0 && x.cols == w.cols && fastGemvTakes(x, w);
     }
 
     /**
@@ -625,6 +644,7 @@ public final class CudaBackend implements Backend {
             CudaWeight wi = w(ws.get(i));
             CudaBuffer oi = buf(outs.get(i));
             if (x16Takes(xb, wi, oi)) byType.computeIfAbsent(wi.kernelSuffix, t -> new ArrayList<>()).add(i);
+            else if (f16RowsTake(xb, wi) && oi.rows == xb.rows && oi.cols == wi.rows) byType.computeIfAbsent(F16_ROWS, t -> new ArrayList<>()).add(i);
         }
         byType.values().removeIf(parts -> parts.size() < 2);
         for (int i = 0; i < ws.size(); i++) {
@@ -644,9 +664,27 @@ public final class CudaBackend implements Backend {
                     w.add(w(ws.get(i)));
                     o.add(buf(outs.get(i)));
                 }
-                gemvMulti(xb, w, o);
+                if (w.get(0).kernels.x16()) gemvMulti(xb, w, o);
+                else f16RowsMulti(xb, w, o);
             }
         }
+    }
+
+    /** matmulEach's group of short F16 weights (gemv_f16_rows_multi), beside the x16 types' groups by suffix. */
+    private static final String F16_ROWS = "f16 rows";
+
+    /** One gemv_f16_rows_multi launch: outs[i] = x ws[i]^T for short F16 weights (f16RowsTake, 2..GEMV_MULTI_MAX_PARTS), a block a row. */
+    private void f16RowsMulti(CudaBuffer xb, List<CudaWeight> w, List<CudaBuffer> o) {
+        device.bind();
+        for (CudaWeight wi : w) note(wi);
+        long table = gemvParts(w, o, 1);   // (may upload: before the x16 copy's check)
+        long before = device.issued();
+        long blocks = 0;
+        for (CudaWeight wi : w) blocks += wi.rows;
+        device.launch(kF16RowsMulti).ptr(table).i32(w.size()).i32(xb.cols).ptr(xb.address).i32(xb.rows)
+                .go(blocks, 1, 1, KernelCatalog.GEMV_F16_ROW_THREADS, 0);
+        x16Kept(before, o.toArray(CudaBuffer[]::new));
+        for (int i = 0; checkNonFinite && i < o.size(); i++) checked("matmul " + w.get(i).name, o.get(i));
     }
 
     /** Whether every part of matmulEach goes to one gemv_x16_*_multi launch: 2..GEMV_MULTI_MAX_PARTS x16 parts of one type. */
@@ -810,11 +848,23 @@ public final class CudaBackend implements Backend {
      * C^T = W . X^T in column-major terms, over row chunks of W whose fp16 copy fits the dequant scratch
      * (F16 weights in place).
      */
+    /**
+     * Rows of a quantized weight dequantized and multiplied at a time: as many as the dequant scratch holds, in whole
+     * {@link #CUBLAS_CHUNK_ALIGN_ROWS} (each chunk's output columns then start 512-byte aligned and span a whole number of
+     * tensor-core tiles). An odd chunk (64 MB over K = 5120 is 6553 rows) made cuBLAS run its slow misaligned kernels: 27B
+     * prefill GEMMs at ~80 TFLOPS where the 8B's ran at ~300 (docs/BENCHMARKS.md).
+     */
+    static long cublasChunkRows(long rows, long k) {
+        long fit = DEQUANT_SCRATCH_BYTES / (2L * k);
+        if (fit >= CUBLAS_CHUNK_ALIGN_ROWS) fit -= fit % CUBLAS_CHUNK_ALIGN_ROWS;
+        return Math.max(1, Math.min(rows, fit));
+    }
+
     void gemmCublas(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         int n = x.rows, k = (int) w.cols;
         long rows = w.rows;
         boolean inPlace = w.type == GgmlType.F16;
-        long chunk = inPlace ? rows : Math.max(1, Math.min(rows, DEQUANT_SCRATCH_BYTES / (2L * k)));
+        long chunk = inPlace ? rows : cublasChunkRows(rows, k);
         // scratch first: growing one frees the old, which must happen before launches that use the new
         long deq = inPlace ? 0 : device.scratch("dequant", 2L * chunk * k);
         long x16 = device.scratch("gemm-x16", 2L * n * k);

@@ -67,9 +67,14 @@ class CudaMatmulTest {
 
     /** Whether the fast GEMV of w on n token rows runs gemv8_mma_* (a decode batch on the tensor cores: fp16 x and weights). */
     static boolean mma(CudaWeight w, int n) {
-        return n >= 2 && n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS && w.fastGemv
+        return n >= 2 && !shortF16(w) && n <= dev.v100.kernels.cuda.KernelCatalog.GEMV_MAX_TOKENS && w.fastGemv
                 && dev.v100.kernels.cuda.KernelCatalog.gemvMmaTakes(w.kernelSuffix, w.rows, w.cols) && !"false".equals(System.getProperty(CudaBackend.GEMV_MMA_PROPERTY))
                 && w.address % dev.v100.kernels.cuda.KernelCatalog.gemvMmaAlignBytes(w.kernelSuffix) == 0;
+    }
+
+    /** Whether the fast GEMV of w runs gemv_f16_rows (a block a row) for every token row count: a short F16 matrix. */
+    static boolean shortF16(CudaWeight w) {
+        return w.type == GgmlType.F16 && w.rows <= dev.v100.kernels.cuda.KernelCatalog.GEMV_F16_SHORT_ROWS;
     }
 
     /** Output rows x input columns x token rows; columns are whole blocks of the type. */
@@ -491,7 +496,8 @@ class CudaMatmulTest {
             SplittableRandom rnd = new SplittableRandom(31);
             for (int[] shape : new int[][] {{77, 1024}, {33, 4352}, {4096 + 40, 512}})
             for (String kind : new String[] {"q4_K", "q5_K", "q6_K", "q4_0", "q3_K", "q2_K", "w4a16 g32", "w4a16 g128", "f16"}) {
-                int rows = kind.equals("f16") ? (shape[0] + 31) / 32 * 32 : shape[0];   // (F16: whole blocks of 32 rows)
+                // (F16: whole blocks of 32 rows, and more than the short matrices gemv_f16_rows takes)
+                int rows = kind.equals("f16") ? Math.max(shape[0] + 31, dev.v100.kernels.cuda.KernelCatalog.GEMV_F16_SHORT_ROWS + 32) / 32 * 32 : shape[0];
                 int cols = kind.equals("q6_K") || kind.equals("q3_K") ? (shape[1] + 511) / 512 * 512   // (even super-blocks a row)
                         : kind.equals("q2_K") ? (shape[1] + 255) / 256 * 256 : shape[1];
                 CudaWeight w;
@@ -583,7 +589,7 @@ class CudaMatmulTest {
 
     /**
      * A decode batch of a W4A16 weight whose width is not whole 64-column chunks (96, 160) runs gemv8_x16_w4a16, an F16 one of
-     * 40 rows (not whole blocks of 32) gemv8_f16, as checkTwins expects.
+     * 40 rows (not whole blocks of 32) gemv_f16_rows (a short matrix), as checkTwins expects.
      */
     @Test
     void mmaLeavesPartialChunksToTheX16Kernel() {
@@ -600,6 +606,53 @@ class CudaMatmulTest {
                 assertFalse(mma(w, 3) || b.mmaTakes((CudaBuffer) b.allocate("x", 3, cols), w), cols + " columns: not the tensor-core kernel");
                 assertTrue(x16(w, 3), cols + " columns: gemv8_x16_w4a16");
                 checkTwins(b, w, W4A16Layout.dequantize(blob, g), 40, cols, 3, rnd, "W4A16 40 x " + cols + ", 3 rows");
+            }
+        }
+    }
+
+    /**
+     * Short F16 matrices (gemv_f16_rows, a block a row: the GDN's in_proj_a / in_proj_b of W4A16 and fp16 bundles): against
+     * the twin and the double product; every row of a batch bit for bit that row alone (one sum order whatever the rows);
+     * matmulEach of two such weights one gemv_f16_rows_multi launch, each output bit for bit its own matmul; the first
+     * F16 matrix past the limit back on gemv_f16 / gemv8_f16.
+     */
+    @Test
+    void shortF16MatricesRunABlockARow() {
+        try (CudaBackend b = backend("short f16")) {
+            SplittableRandom rnd = new SplittableRandom(33);
+            int limit = dev.v100.kernels.cuda.KernelCatalog.GEMV_F16_SHORT_ROWS;
+            for (int[] shape : new int[][] {{48, 5120}, {32, 2048}, {1, 32}, {7, 96}, {limit, 8224}, {limit + 1, 1024}}) {
+                int rows = shape[0], cols = shape[1];
+                StoredMatrix m = RandomBlocks.matrix("blk.0.ssm_alpha.weight", GgmlType.F16, rows, cols, 0.05, rnd);
+                CudaWeight w = (CudaWeight) b.weight(m.name(), GgmlType.F16, new long[] {rows, cols}, m.data());
+                assertEquals(rows <= limit, CudaBackend.f16RowsTake((CudaBuffer) b.allocate("x", 1, cols), w), rows + " rows: a block a row");
+                float[] dense = denseOf(m, rows, cols);
+                for (int n : new int[] {1, 3, 8}) checkTwins(b, w, dense, rows, cols, n, rnd, "F16 " + rows + " x " + cols + ", " + n + " rows");
+                if (rows > limit) continue;
+                for (int n : new int[] {2, 5, 8}) {
+                    Buffer x = b.allocate("x", n, cols), batch = b.allocate("batch", n, rows), alone = b.allocate("alone", n, rows);
+                    b.write(x, halves(rnd, n * cols, 1), 0);
+                    b.matmul(x, w, batch);
+                    for (int t = 0; t < n; t++) b.matmul(x.slice(t, 1), w, alone.slice(t, 1));
+                    assertArrayEquals(b.read(alone), b.read(batch), rows + " x " + cols + ", " + n + " rows: the batch vs each row alone");
+                }
+            }
+            int cols = 2048;
+            List<Weight> ws = new ArrayList<>();
+            for (int rows : new int[] {32, 48}) {
+                ws.add(b.weight("blk.0.ssm_beta.weight", GgmlType.F16, new long[] {rows, cols},
+                        RandomBlocks.matrix("w", GgmlType.F16, rows, cols, 0.05, rnd).data()));
+            }
+            for (int n : new int[] {1, 4}) {
+                Buffer x = b.allocate("x", n, cols);
+                b.write(x, halves(rnd, n * cols, 1), 0);
+                List<Buffer> outs = List.of(b.allocate("a", n, 32), b.allocate("b", n, 48)), singles = List.of(b.allocate("sa", n, 32), b.allocate("sb", n, 48));
+                for (int i = 0; i < 2; i++) b.matmul(x, ws.get(i), singles.get(i));
+                b.matmulEach(x, ws, outs);   // the first time uploads the parts' table
+                long before = b.device.issued();
+                b.matmulEach(x, ws, outs);
+                assertEquals(1, b.device.issued() - before, n + " rows: one gemv_f16_rows_multi launch");
+                for (int i = 0; i < 2; i++) assertArrayEquals(b.read(singles.get(i)), b.read(outs.get(i)), n + " rows: output " + i + " vs its own matmul");
             }
         }
     }
