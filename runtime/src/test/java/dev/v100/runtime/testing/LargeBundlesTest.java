@@ -61,6 +61,41 @@ class LargeBundlesTest {
     }
 
     /**
+     * The Qwen3 and Qwen2 bench geometries' features at tinyBench's size: per-head q/k norms (every rank whole) and q/k/v biases
+     * (cut with their matrices' rows); they load and run.
+     */
+    @ParameterizedTest(name = "{0} {1} g{2} tp {3}")
+    @CsvSource({"qwen3, Q4_K, 0, 1", "qwen3, Q8_0, 0, 2", "qwen2, Q4_K, 0, 1", "qwen2, Q8_0, 0, 2", "qwen2, F16, 32, 1"})
+    void qkNormsAndBiasesLoadAndRun(String arch, String type, int group, int tp) {
+        boolean bias = arch.equals("qwen2");
+        TestBundles.Spec s = TestBundles.tinyBench(GgmlType.byName(type)).withArch(arch).withFeatures(bias, !bias);
+        Path dir = TestBundles.writeLarge(tmp.resolve(arch), s, 7, tp, 1, group);
+        try (Bundle b = Bundle.open(dir)) {
+            java.util.Map<String, BundleManifest.Tensor> byName = new java.util.HashMap<>();
+            for (BundleManifest.Tensor t : b.manifest().ranks().get(tp - 1).tensors()) byName.put(t.name(), t);
+            assertEquals(arch, b.manifest().config().architecture());
+            if (bias) {
+                assertEquals("F32", byName.get("blk.1.attn_k.bias").dtype());
+                assertEquals((long) s.heads() / tp * s.headDim(), byName.get("blk.1.attn_q.bias").storedShape()[0], "q's bias cut as q's rows");
+                assertFalse(byName.containsKey("blk.1.attn_q_norm.weight"));
+            } else {
+                assertEquals(s.headDim(), byName.get("blk.1.attn_k_norm.weight").storedShape()[0], "a head's norm, whole on every rank");
+                assertFalse(byName.containsKey("blk.1.attn_q.bias"));
+            }
+        }
+        try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
+            float[] logits = model.forward(new int[] {1, 5, 9, 200, 3}, 0, false);
+            assertEquals(s.vocab(), logits.length);
+            double sq = 0;
+            for (float v : logits) {
+                assertTrue(Float.isFinite(v), "finite logits");
+                sq += (double) v * v;
+            }
+            assertTrue(sq / logits.length > 1e-4, "non-degenerate logits: mean square " + sq / logits.length);
+        }
+    }
+
+    /**
      * A llama.cpp _M mix (BenchBundleMain's Q4_K_M): attn_v and ffn_down of use_more_bits layers (of 32: the first and last
      * four and every third between, 16 in all; of tinyBench's 2: the last) and output in Q6_K, the rest (token_embd too)
      * Q4_K; it loads and runs.

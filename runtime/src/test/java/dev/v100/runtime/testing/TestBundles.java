@@ -90,6 +90,18 @@ public final class TestBundles {
                     131072, type, type);
         }
 
+        /** Qwen3-8B geometry (hidden 4096, 36 layers, ffn 12288, 32/8 heads of 128 with per-head q/k norms, vocab 151936, untied head). */
+        public static Spec qwen3_8B(GgmlType type) {
+            return new Spec("qwen3", 151936, 4096, 36, 12288, 32, 8, 128, 128, 1000000, null, false, false, true, 1, 1, null, 1,
+                    40960, type, type);
+        }
+
+        /** Qwen2.5-7B geometry (hidden 3584, 28 layers, ffn 18944, 28/4 heads of 128 with q/k/v biases, vocab 152064, untied head). */
+        public static Spec qwen25_7B(GgmlType type) {
+            return new Spec("qwen2", 152064, 3584, 28, 18944, 28, 4, 128, 128, 1000000, null, false, true, false, 1, 1, null, 1,
+                    32768, type, type);
+        }
+
         /** Llama-3.2-1B geometry (hidden 2048, 16 layers, ffn 8192, 32/8 heads of 64, vocab 128256). */
         public static Spec llama1B(GgmlType type) {
             return new Spec("llama", 128256, 2048, 16, 8192, 32, 8, 64, 64, 500000, null, false, false, false, 1, 1, null, 1,
@@ -403,9 +415,7 @@ public final class TestBundles {
      * token_embd then in the base type (the mixes store only output in embType).
      */
     static List<Decl> declarations(Spec s, LlamaCppMix mix) {
-        if (s.ropeFreqs || s.bias || s.qkNorm) {
-            throw new IllegalArgumentException("large bundles are plain llama geometry (no rope_freqs, biases or q/k norms): " + s);
-        }
+        if (s.ropeFreqs) throw new IllegalArgumentException("large bundles have no rope_freqs: " + s);
         List<Decl> decls = new ArrayList<>();
         long q = (long) s.heads * s.headDim, kv = (long) s.kvHeads * s.headDim;
         decls.add(new Decl("token_embd.weight", -1, mix != null ? s.matType : s.embType, new long[] {s.vocab, s.hidden}, 1.0, false));
@@ -415,8 +425,15 @@ public final class TestBundles {
             java.util.function.Function<String, GgmlType> t = role -> mix == null ? s.matType : mix.type(role, layer, s.layers, s.matType);
             decls.add(new Decl(p + "attn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1, false));
             decls.add(new Decl(p + "attn_q.weight", l, t.apply("attn_q"), new long[] {q, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            if (s.bias) decls.add(new Decl(p + "attn_q.bias", l, GgmlType.F32, new long[] {q}, 0.1, false));
             decls.add(new Decl(p + "attn_k.weight", l, t.apply("attn_k"), new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            if (s.bias) decls.add(new Decl(p + "attn_k.bias", l, GgmlType.F32, new long[] {kv}, 0.1, false));
             decls.add(new Decl(p + "attn_v.weight", l, t.apply("attn_v"), new long[] {kv, s.hidden}, 1 / Math.sqrt(s.hidden), true));
+            if (s.bias) decls.add(new Decl(p + "attn_v.bias", l, GgmlType.F32, new long[] {kv}, 0.1, false));
+            if (s.qkNorm) {
+                decls.add(new Decl(p + "attn_q_norm.weight", l, GgmlType.F32, new long[] {s.headDim}, -1, false));
+                decls.add(new Decl(p + "attn_k_norm.weight", l, GgmlType.F32, new long[] {s.headDim}, -1, false));
+            }
             decls.add(new Decl(p + "attn_output.weight", l, t.apply("attn_output"), new long[] {s.hidden, q}, 1 / Math.sqrt(q), true));
             decls.add(new Decl(p + "ffn_norm.weight", l, GgmlType.F32, new long[] {s.hidden}, -1, false));
             decls.add(new Decl(p + "ffn_gate.weight", l, t.apply("ffn_gate"), new long[] {s.ffn, s.hidden}, 1 / Math.sqrt(s.hidden), true));
