@@ -142,10 +142,12 @@ public final class CudaBench {
             double meanPos = (decodeStart + pos) / 2.0;
             long weightBytes = decodeWeightBytes(manifest);
             double kvBytes = kvBytesPerPosition(manifest) * meanPos;
-            double bytesPerStep = weightBytes + kvBytes;
+            long stateBytes = linearStateBytes(manifest.config());
+            double bytesPerStep = weightBytes + kvBytes + stateBytes;
             double achieved = bytesPerStep * stepsPerS / 1e9;
-            table.put("roofline ratio", String.format(Locale.ROOT, "%.2f (%.2f GB per step = %.2f GB weights + %.3f GB KV; %.0f GB/s of %.0f GB/s)",
-                    achieved / deviceBw, bytesPerStep / 1e9, weightBytes / 1e9, kvBytes / 1e9, achieved, deviceBw));
+            table.put("roofline ratio", String.format(Locale.ROOT, "%.2f (%.2f GB per step = %.2f GB weights + %.3f GB KV%s; %.0f GB/s of %.0f GB/s)",
+                    achieved / deviceBw, bytesPerStep / 1e9, weightBytes / 1e9, kvBytes / 1e9,
+                    stateBytes > 0 ? String.format(Locale.ROOT, " + %.3f GB Gated-DeltaNet state", stateBytes / 1e9) : "", achieved, deviceBw));
             List<String> gemms = loaded.gemmDecisions();
             if (!gemms.isEmpty()) {
                 out.println("GEMM choices (measured on this GPU, kernel vs cuBLAS GemmEx):");
@@ -277,6 +279,20 @@ public final class CudaBench {
         int attentionLayers = 0;   // hybrid models: only the full-attention layers keep K and V
         for (int l = 0; l < c.numLayers(); l++) if (!c.isLinearAttention(l)) attentionLayers++;
         return 2.0 * 2 * attentionLayers * (double) kvPerRank * tp * c.headDim();
+    }
+
+    /**
+     * Bytes of Gated-DeltaNet state one decode step reads, over all ranks: each linear-attention layer's fp32 recurrent state
+     * (value heads x key dim x value dim) and conv inputs (channels x (kernel - 1)); 0 for models without such layers.
+     */
+    static long linearStateBytes(ModelConfig c) {
+        ModelConfig.Gdn g = c.gdn();
+        if (g == null) return 0;
+        long convChannels = 2L * g.numKeyHeads() * g.keyHeadDim() + (long) g.numValueHeads() * g.valueHeadDim();
+        long perLayer = 4L * g.numValueHeads() * g.keyHeadDim() * g.valueHeadDim() + 4L * convChannels * Math.max(0, g.convKernel() - 1);
+        long layers = 0;
+        for (int l = 0; l < c.numLayers(); l++) if (c.isLinearAttention(l)) layers++;
+        return layers * perLayer;
     }
 
     static int[] randomTokens(SplittableRandom rnd, int n, int vocab) {
