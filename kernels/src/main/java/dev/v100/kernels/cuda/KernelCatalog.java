@@ -427,20 +427,22 @@ public final class KernelCatalog {
 
     /**
      * Whether grouped expert stacks of that type run on the tensor cores (expert_group_prep + expert_group_mma_*: fp16 x and
-     * weights, as the GEMM of a prefill chunk) rather than expert_group_x16_*: Q4_K, Q5_K, W4A16, Q8_0, Q3_K and Q2_K with
-     * whole GEMV_MMA_CHUNK_COLS-column chunks (Q4_K and Q8_0 measured faster so on the H200, BENCHMARKS; the others run the same
-     * kernel with their own dequantization; Q6_K's measured no faster and stays on the x16 groups). The launcher also wants
+     * weights, as the GEMM of a prefill chunk) rather than expert_group_x16_*: Q4_K, Q5_K, Q6_K, W4A16, Q8_0, Q3_K and Q2_K with
+     * whole GEMV_MMA_CHUNK_COLS-column chunks, Q6_K and Q3_K rows of an even number of super-blocks as their decode-batch
+     * kernels (Q4_K, Q8_0 and Q6_K measured faster so on the H200, BENCHMARKS; the others run the same kernel with their own
+     * dequantization). The launcher also wants
      * the stack's address and rows 4-byte aligned (the word loads of MmaQ8, MmaQ3k, MmaQ2k); the 16-byte loads of Q4_K, Q5_K and W4A16 are the
      * fast GEMV's (the expert kernels run only where it takes the stack).
      */
     public static boolean expertGroupMmaTakes(String suffix, long cols) {
-        return expertGroupMma(suffix) && cols % GEMV_MMA_CHUNK_COLS == 0;
+        return expertGroupMma(suffix) && cols % GEMV_MMA_CHUNK_COLS == 0
+                && (!(suffix.equals("q6_K") || suffix.equals("q3_K")) || cols % GEMV_MMA_Q6K_COLS == 0);
     }
 
     /** The types expert_group_mma_* is built for. */
     public static boolean expertGroupMma(String suffix) {
         return switch (suffix) {
-            case "q4_K", "q5_K", "q8_0", "q3_K", "q2_K", W4A16_SUFFIX -> true;
+            case "q4_K", "q5_K", "q8_0", "q3_K", "q2_K", "q6_K", W4A16_SUFFIX -> true;
             default -> false;
         };
     }

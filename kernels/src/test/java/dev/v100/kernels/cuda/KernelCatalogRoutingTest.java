@@ -68,8 +68,12 @@ class KernelCatalogRoutingTest {
         assertEquals(KernelCatalog.GEMV_STAGED_ROWS, KernelCatalog.gemvRowsPerBlock("f32"));
         assertEquals(2, KernelCatalog.gemvAlignBytes("q5_0"), "Q5_0's 22-byte blocks");
         assertEquals(4, KernelCatalog.gemvAlignBytes("q4_1"), "Q4_1's 20-byte blocks, read as words");
-        // expert groups: Q6_K stays on the x16 groups
+        // expert groups on the tensor cores: Q6_K and Q3_K rows of an even number of super-blocks only (their coalesced word loads)
         assertTrue(KernelCatalog.expertGroupMmaTakes("q5_K", 2048));
-        assertFalse(KernelCatalog.expertGroupMmaTakes("q6_K", 2048));
+        assertTrue(KernelCatalog.expertGroupMmaTakes("q6_K", 2048));
+        assertFalse(KernelCatalog.expertGroupMmaTakes("q6_K", 768), "three super-blocks a row");
+        assertFalse(KernelCatalog.expertGroupMmaTakes("q3_K", 768), "three super-blocks a row");
+        assertTrue(KernelCatalog.expertGroupMmaTakes("q5_K", 768));
+        assertFalse(KernelCatalog.expertGroupMmaTakes("f16", 2048), "not a type it is built for");
     }
 }

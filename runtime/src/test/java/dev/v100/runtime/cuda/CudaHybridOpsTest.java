@@ -358,7 +358,7 @@ class CudaHybridOpsTest {
     }
 
     /**
-     * Grouped Q4_K, Q5_K, Q3_K, Q2_K, W4A16 and Q8_0 stacks on the tensor cores (expert_group_prep + expert_group_mma_*) compute the double
+     * Grouped Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, W4A16 and Q8_0 stacks on the tensor cores (expert_group_prep + expert_group_mma_*) compute the double
      * product of their fp16 operands (RefMma: each x row scaled by a power of two and rounded, the weights as the GEMM
      * dequantizes them) up to fp32 sums, within the GEMM's limit of the exact product; token and slot rows, hot and cold
      * experts, short and long rows; a slot's outputs do not depend on its group's other slots (the first third of the
@@ -369,7 +369,7 @@ class CudaHybridOpsTest {
         try (CudaBackend gpu = backend("hybrid-moe-grouped-mma")) {
             SplittableRandom r = new SplittableRandom(40);
             int experts = 12, topK = 4, rows = 40, n = 90;
-            for (String kind : new String[] {"q4_K", "q5_K", "q3_K", "q2_K", "w4a16", "q8_0"})
+            for (String kind : new String[] {"q4_K", "q5_K", "q6_K", "q3_K", "q2_K", "w4a16", "q8_0"})
             for (int cols : kind.endsWith("_K") ? new int[] {512, 1536} : new int[] {512, 2112}) {
                 long[] shape = {experts, rows, cols};
                 Weight w;
@@ -388,6 +388,7 @@ class CudaHybridOpsTest {
                     wh = switch (kind) {
                         case "q4_K" -> dev.v100.kernels.ref.RefMma.q4kWeights(bytes, experts * rows, cols);
                         case "q5_K" -> dev.v100.kernels.ref.RefMma.q5kWeights(bytes, experts * rows, cols);
+                        case "q6_K" -> dev.v100.kernels.ref.RefMma.q6kWeights(bytes, experts * rows, cols);
                         case "q3_K" -> dev.v100.kernels.ref.RefMma.q3kWeights(bytes, experts * rows, cols);
                         case "q2_K" -> dev.v100.kernels.ref.RefMma.q2kWeights(bytes, experts * rows, cols);
                         default -> dev.v100.kernels.ref.RefMma.q8_0Weights(bytes, experts * rows, cols);
