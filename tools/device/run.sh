@@ -8,7 +8,7 @@
 # Device tool: carry [".device"], command "bash tools/device/run.sh", timeout 600. Every step has its own
 # time limit (together under 10 minutes); STEPS="info tests golden kbench bench trace ktrace" selects steps (e.g. two
 # calls: STEPS="info tests golden", then STEPS="kbench bench hf"), BENCH_SETS="llama8B:Q4_K ..." the bench
-# bundles (GEOMETRY:TYPE, GEOMETRY llama1B / llama8B / qwen3-8B / qwen25-7B / qwen36-35B-A3B / qwen35-27B, TYPE a ggml type, Q4_K_M / Q5_K_M / Q3_K_M / Q2_K_MIX (llama.cpp's mixes) or W4A16-gG; see BenchBundleMain), HF_GEOMETRY the geometry of
+# bundles (GEOMETRY:TYPE, GEOMETRY llama1B / llama8B / qwen3-8B / qwen25-7B / granite-8B / qwen36-35B-A3B / qwen35-27B, TYPE a ggml type, Q4_K_M / Q5_K_M / Q3_K_M / Q2_K_MIX (llama.cpp's mixes) or W4A16-gG; see BenchBundleMain), HF_GEOMETRY the geometry of
 # the transformers eager baseline (step hf: tools/device/hf_eager_bench.py on the same GPU; qwen36-35B-A3B for the
 # MoE, with HF_TIMEOUT (seconds, default 240; the MoE baseline took 43 s on the H200, 2026-12-01).
 set -uo pipefail

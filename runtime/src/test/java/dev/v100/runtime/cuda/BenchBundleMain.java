@@ -15,7 +15,7 @@ import java.util.Locale;
  * ffn_down of its use_more_bits layers in Q6_K; Q3_K_M's attn_v, ffn_down and attn_output in Q4_K / Q5_K; the Q2_K file
  * type's attn_v in Q4_K, ffn_down and attn_output in Q3_K; output Q6_K, token_embd the base type) or {@code W4A16-gG} (layer matrices in the W4A16 layout with group size G, embedding
  * and head F16); GEOMETRY is {@code llama1B}, {@code llama8B}, {@code qwen3-8B} (per-head q/k norms), {@code qwen25-7B} (q/k/v
- * biases), {@code qwen36-35B-A3B} (the hybrid MoE) or {@code qwen35-27B}
+ * biases), {@code granite-8B} (its multipliers, an odd vocabulary), {@code qwen36-35B-A3B} (the hybrid MoE) or {@code qwen35-27B}
  * (the dense hybrid; both {@link HybridBundles}: pp 1, any tp, W4A16 at tp 1).
  * Example: {@code BenchBundleMain /tmp/b8 Q4_K llama8B 1x1 2x1}.
  */
@@ -24,7 +24,7 @@ public final class BenchBundleMain {
 
     public static void main(String[] args) {
         if (args.length < 4) {
-            System.err.println("usage: BenchBundleMain OUT_PREFIX TYPE|Q4_K_M|Q5_K_M|Q3_K_M|Q2_K_MIX|W4A16-gG llama1B|llama8B|qwen3-8B|qwen25-7B|qwen36-35B-A3B|qwen35-27B TPxPP...   (e.g. /tmp/b Q4_K llama8B 1x1 2x1)");
+            System.err.println("usage: BenchBundleMain OUT_PREFIX TYPE|Q4_K_M|Q5_K_M|Q3_K_M|Q2_K_MIX|W4A16-gG llama1B|llama8B|qwen3-8B|qwen25-7B|granite-8B|qwen36-35B-A3B|qwen35-27B TPxPP...   (e.g. /tmp/b Q4_K llama8B 1x1 2x1)");
             System.exit(2);
         }
         int group = 0;
@@ -66,7 +66,8 @@ public final class BenchBundleMain {
             case "llama8B" -> TestBundles.Spec.llama8B(type);
             case "qwen3-8B" -> TestBundles.Spec.qwen3_8B(type);
             case "qwen25-7B" -> TestBundles.Spec.qwen25_7B(type);
-            default -> throw new IllegalArgumentException("geometry " + args[2] + " (llama1B, llama8B, qwen3-8B, qwen25-7B, qwen36-35B-A3B or qwen35-27B)");
+            case "granite-8B" -> TestBundles.Spec.granite8B(type);
+            default -> throw new IllegalArgumentException("geometry " + args[2] + " (llama1B, llama8B, qwen3-8B, qwen25-7B, granite-8B, qwen36-35B-A3B or qwen35-27B)");
         };
         if (mix) spec = spec.withTypes(type, GgmlType.Q6_K);
         for (int i = 3; i < args.length; i++) {

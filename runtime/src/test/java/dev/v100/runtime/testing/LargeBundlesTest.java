@@ -95,6 +95,27 @@ class LargeBundlesTest {
         }
     }
 
+    /** The Granite bench geometry's features at a small size: its multipliers and an odd vocabulary (head and embedding cut at tp 2). */
+    @ParameterizedTest(name = "granite tp {0}")
+    @CsvSource({"1", "2"})
+    void graniteOddVocabularyLoadsAndRuns(int tp) {
+        TestBundles.Spec s = TestBundles.tinyBench(GgmlType.Q8_0).withArch("granite").withGranite(12, 0.22, 1.0 / 64, 16)
+                .withShape(511, 256, 2, 512, 4, 2, 64);
+        Path dir = TestBundles.writeLarge(tmp.resolve("granite"), s, 9, tp, 1, 0);
+        try (Bundle b = Bundle.open(dir)) {
+            long rows = 0;
+            for (BundleManifest.Rank r : b.manifest().ranks()) {
+                rows += r.tensors().stream().filter(t -> t.name().equals("output.weight")).findFirst().orElseThrow().storedShape()[0];
+            }
+            assertEquals(511, rows, "the head's rows over the ranks");
+        }
+        try (DecoderModel model = CpuModels.open(dir, new ModelOptions(Verify.CRC, 0, 8))) {
+            float[] logits = model.forward(new int[] {1, 5, 9, 510}, 0, false);
+            assertEquals(511, logits.length);
+            for (float v : logits) assertTrue(Float.isFinite(v), "finite logits");
+        }
+    }
+
     /**
      * A llama.cpp _M mix (BenchBundleMain's Q4_K_M): attn_v and ffn_down of use_more_bits layers (of 32: the first and last
      * four and every third between, 16 in all; of tinyBench's 2: the last) and output in Q6_K, the rest (token_embd too)

@@ -102,6 +102,15 @@ public final class TestBundles {
                     32768, type, type);
         }
 
+        /**
+         * Granite-3.3-8B geometry (hidden 4096, 40 layers, ffn 12800, 32/8 heads of 128, vocab 49159: an odd head and embedding;
+         * embedding x12, residual x0.22, attention scale 1/128, logits / 16; the head written untied).
+         */
+        public static Spec granite8B(GgmlType type) {
+            return new Spec("granite", 49159, 4096, 40, 12800, 32, 8, 128, 128, 10000000, null, false, false, false, 12, 0.22, 0.0078125, 16,
+                    131072, type, type);
+        }
+
         /** Llama-3.2-1B geometry (hidden 2048, 16 layers, ffn 8192, 32/8 heads of 64, vocab 128256). */
         public static Spec llama1B(GgmlType type) {
             return new Spec("llama", 128256, 2048, 16, 8192, 32, 8, 64, 64, 500000, null, false, false, false, 1, 1, null, 1,
