@@ -42,13 +42,15 @@ extern "C" __global__ void kv_store(const float* k, const float* v, int n, int k
     }
 }
 
-// qk_prep: per-head RMSNorm of q and k (where qNorm / kNorm are given), neox RoPE of both, and the kv_store of k
-// and v, in one launch: a warp per (row, head) of q, k and v (heads + 2 kvHeads a row), 4 warps a block. Bit for
-// bit rmsnorm (a group of hd with normThreads threads: its sums in that order) then rope_neox then kv_store.
+// qk_prep: the q, k and v biases (where qBias / kBias / vBias are given: Qwen2's), per-head RMSNorm of q and k (where
+// qNorm / kNorm are given), neox RoPE of both, and the kv_store of k and v, in one launch: a warp per (row, head) of q, k
+// and v (heads + 2 kvHeads a row), 4 warps a block. Bit for bit add_bias, rmsnorm (a group of hd with normThreads
+// threads: its sums in that order), rope_neox then kv_store; q, k and (with a bias) v end as those ops leave them.
 #define PREP_WARPS 4
-extern "C" __global__ void qk_prep(float* q, float* k, const float* v, int n, int heads, int kvHeads, int hd, int rotaryDim, const float* invFreq,
+extern "C" __global__ void qk_prep(float* q, float* k, float* v, int n, int heads, int kvHeads, int hd, int rotaryDim, const float* invFreq,
                                    const float* qNorm, const float* kNorm, float eps, int normThreads, h16* pool, const int* table,
-                                   const i64* rowTables, i64 pageStride, const int* step) {
+                                   const i64* rowTables, i64 pageStride, const int* step, const float* qBias, const float* kBias,
+                                   const float* vBias) {
     __shared__ float ys[PREP_WARPS][ATTN_MAX_HD];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int all = heads + 2 * kvHeads;
@@ -57,8 +59,14 @@ extern "C" __global__ void qk_prep(float* q, float* k, const float* v, int n, in
     int t = (int) (idx / all), hh = (int) (idx - (i64) t * all);
     int kind = hh < heads ? 0 : hh < heads + kvHeads ? 1 : 2;   // q, k, v
     int head = kind == 0 ? hh : kind == 1 ? hh - heads : hh - heads - kvHeads;
-    float* base = kind == 0 ? q + ((i64) t * heads + head) * hd : (kind == 1 ? k : const_cast<float*>(v)) + ((i64) t * kvHeads + head) * hd;
+    float* base = kind == 0 ? q + ((i64) t * heads + head) * hd : (kind == 1 ? k : v) + ((i64) t * kvHeads + head) * hd;
     const float* nw = kind == 0 ? qNorm : kind == 1 ? kNorm : nullptr;
+    const float* bias = kind == 0 ? qBias : kind == 1 ? kBias : vBias;
+    if (bias) {   // add_bias's sums, written back (the norm's and rope's reads below see the biased values)
+        bias += (i64) head * hd;
+        for (int i = lane; i < hd; i += 32) base[i] = base[i] + bias[i];
+        __syncwarp();
+    }
     float* y = ys[warp];
     // what does not depend on the head's values, loaded with them: the position, the cache page (k, v) and the
     // lane's rotary frequencies (q, k), instead of each after the step before it

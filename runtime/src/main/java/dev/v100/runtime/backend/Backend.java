@@ -223,24 +223,38 @@ public interface Backend extends AutoCloseable {
      */
     void attention(Buffer q, Buffer k, Buffer v, KvCache cache, int startPos, float scale, Buffer out);
 
+    /** The biases of a layer's q, k and v projections (Qwen2's; any may be null), added by {@link #normRopeAttention}. */
+    record QkvBias(Weight q, Weight k, Weight v) {}
+
     /**
-     * A layer's attention from its q, k, v projections: per-head RMSNorm of q and of k in place (qNorm, kNorm [headDim];
-     * both null for models without them), RoPE of both in place, then {@link #attention}. One op where a backend can
-     * fuse them (the CUDA backend: one launch before the attention's own); q and k end as the parts leave them.
+     * A layer's attention from its q, k, v projections: their biases added in place (bias null: none), per-head RMSNorm of q
+     * and of k in place (qNorm, kNorm [headDim]; both null for models without them), RoPE of both in place, then
+     * {@link #attention}. One op where a backend can fuse them (the CUDA backend: one launch before the attention's own);
+     * q, k and v end as the parts leave them.
      */
-    default void normRopeAttention(Buffer q, Buffer k, Buffer v, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
+    default void normRopeAttention(Buffer q, Buffer k, Buffer v, QkvBias bias, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
                                    KvCache cache, int startPos, float scale, Buffer out) {
+        qkvBiases(q, k, v, bias);
         qkNorms("normRopeAttention", q, k, qNorm, kNorm, eps, headDim);
         ropePair(q, k, headDim, rope, startPos);
         attention(q, k, v, cache, startPos, scale, out);
     }
 
     /** {@link #normRopeAttention} of a decode batch: row i at positions[i] of caches[i] (as {@link #attentionRows}). */
-    default void normRopeAttentionRows(Buffer q, Buffer k, Buffer v, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
+    default void normRopeAttentionRows(Buffer q, Buffer k, Buffer v, QkvBias bias, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
                                        KvCache[] caches, int[] positions, float scale, Buffer out) {
+        qkvBiases(q, k, v, bias);
         qkNorms("normRopeAttentionRows", q, k, qNorm, kNorm, eps, headDim);
         ropeRowsPair(q, k, headDim, rope, positions);
         attentionRows(q, k, v, caches, positions, scale, out);
+    }
+
+    /** The q, k and v biases of {@link #normRopeAttention}, one {@link #addBias} each (none when bias is null). */
+    private void qkvBiases(Buffer q, Buffer k, Buffer v, QkvBias bias) {
+        if (bias == null) return;
+        if (bias.q() != null) addBias(q, bias.q());
+        if (bias.k() != null) addBias(k, bias.k());
+        if (bias.v() != null) addBias(v, bias.v());
     }
 
     /** The per-head q and k norms of {@link #normRopeAttention} in place (none when both are null). */

@@ -942,11 +942,25 @@ public final class CudaBackend implements Backend {
      * What qk_prep does in place of kv_store: q/k norms (both null or both [headDim] F32 vectors) and the rope, with
      * rmsnorm's threads for the norms' sums (the same for q's and k's groups).
      */
-    private record Prep(CudaWeight qNorm, CudaWeight kNorm, float eps, int headDim, Rope rope, long freqs, int normThreads) {}
+    private record Prep(CudaWeight qNorm, CudaWeight kNorm, float eps, int headDim, Rope rope, long freqs, int normThreads, long qBias,
+                        long kBias, long vBias) {}
 
     /** The Prep of normRopeAttention(Rows), or null where qk_prep does not take it (the ops one by one then). */
-    private Prep prep(String op, CudaBuffer qb, CudaBuffer kb, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope) {
+    private Prep prep(String op, CudaBuffer qb, CudaBuffer kb, CudaBuffer vb, QkvBias bias, Weight qNorm, Weight kNorm, float eps, int headDim,
+                      Rope rope) {
         if ((qNorm == null) != (kNorm == null)) throw new BackendException(op + ": q and k norms go together");
+        long[] biases = new long[3];
+        if (bias != null) {
+            Weight[] bw = {bias.q(), bias.k(), bias.v()};
+            CudaBuffer[] of = {qb, kb, vb};
+            for (int i = 0; i < 3; i++) {
+                if (bw[i] == null) continue;
+                CudaWeight b = w(bw[i]);
+                if (b.vector == 0 || b.cols != of[i].cols) throw new BackendException(op + ": bias " + b + " is not a vector of " + of[i].cols);
+                note(b);
+                biases[i] = b.vector;
+            }
+        }
         CudaWeight qn = qNorm == null ? null : w(qNorm), kn = kNorm == null ? null : w(kNorm);
         for (CudaWeight nw : new CudaWeight[] {qn, kn}) {
             if (nw != null && (nw.vector == 0 || nw.cols != headDim)) throw new BackendException(op + ": norm " + nw + " is not a vector of " + headDim);
@@ -959,26 +973,26 @@ public final class CudaBackend implements Backend {
         int threads = normThreads((long) qb.rows * (qb.cols / headDim), headDim, 1);
         if (threads != normThreads((long) kb.rows * (kb.cols / headDim), headDim, 1)) return null;
         // the frequencies before any launch of the op (their first upload is a copy on the stream)
-        return new Prep(qn, kn, eps, headDim, rope, ropeFrequencies(rope), threads);
+        return new Prep(qn, kn, eps, headDim, rope, ropeFrequencies(rope), threads, biases[0], biases[1], biases[2]);
     }
 
     @Override
-    public void normRopeAttention(Buffer q, Buffer k, Buffer v, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope, KvCache cache,
-                                  int startPos, float scale, Buffer out) {
-        Prep p = prep("normRopeAttention", buf(q), buf(k), qNorm, kNorm, eps, headDim, rope);
+    public void normRopeAttention(Buffer q, Buffer k, Buffer v, QkvBias bias, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
+                                  KvCache cache, int startPos, float scale, Buffer out) {
+        Prep p = prep("normRopeAttention", buf(q), buf(k), buf(v), bias, qNorm, kNorm, eps, headDim, rope);
         if (p == null) {
-            Backend.super.normRopeAttention(q, k, v, qNorm, kNorm, eps, headDim, rope, cache, startPos, scale, out);
+            Backend.super.normRopeAttention(q, k, v, bias, qNorm, kNorm, eps, headDim, rope, cache, startPos, scale, out);
         } else {
             attend(q, k, v, cache, startPos, scale, out, p);
         }
     }
 
     @Override
-    public void normRopeAttentionRows(Buffer q, Buffer k, Buffer v, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
+    public void normRopeAttentionRows(Buffer q, Buffer k, Buffer v, QkvBias bias, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
                                       KvCache[] caches, int[] positions, float scale, Buffer out) {
-        Prep p = prep("normRopeAttentionRows", buf(q), buf(k), qNorm, kNorm, eps, headDim, rope);
+        Prep p = prep("normRopeAttentionRows", buf(q), buf(k), buf(v), bias, qNorm, kNorm, eps, headDim, rope);
         if (p == null || !attendRows(q, k, v, caches, positions, scale, out, p)) {
-            Backend.super.normRopeAttentionRows(q, k, v, qNorm, kNorm, eps, headDim, rope, caches, positions, scale, out);
+            Backend.super.normRopeAttentionRows(q, k, v, bias, qNorm, kNorm, eps, headDim, rope, caches, positions, scale, out);
         }
     }
 
@@ -995,9 +1009,11 @@ public final class CudaBackend implements Backend {
         device.launch(kQkPrep).ptr(qb.address).ptr(kb.address).ptr(vb.address).i32(n).i32(heads).i32(kvHeads).i32(hd).i32(prep.rope.rotaryDim())
                 .ptr(prep.freqs).ptr(prep.qNorm == null ? 0 : prep.qNorm.vector).ptr(prep.kNorm == null ? 0 : prep.kNorm.vector)
                 .f32(prep.eps).i32(prep.normThreads).ptr(pool).ptr(table).ptr(rowTables).i64(stride).ptr(step)
+                .ptr(prep.qBias).ptr(prep.kBias).ptr(prep.vBias)
                 .go((warps + KernelCatalog.PREP_WARPS - 1) / KernelCatalog.PREP_WARPS, 1, 1, 32 * KernelCatalog.PREP_WARPS, 0);
         checked(op + " (q)", qb);
         checked(op + " (k)", kb);
+        if (prep.vBias != 0) checked(op + " (v)", vb);
     }
 
     private void attend(Buffer q, Buffer k, Buffer v, KvCache cache, int startPos, float scale, Buffer out, Prep prep) {

@@ -203,15 +203,16 @@ final class MultiGpuBackend implements Backend {
     }
 
     @Override
-    public void normRopeAttention(Buffer q, Buffer k, Buffer v, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope, KvCache cache,
-                                  int startPos, float scale, Buffer out) {
-        group.post(rank, "normRopeAttention", () -> inner.normRopeAttention(q, k, v, qNorm, kNorm, eps, headDim, rope, cache, startPos, scale, out));
+    public void normRopeAttention(Buffer q, Buffer k, Buffer v, QkvBias bias, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
+                                  KvCache cache, int startPos, float scale, Buffer out) {
+        group.post(rank, "normRopeAttention", () -> inner.normRopeAttention(q, k, v, bias, qNorm, kNorm, eps, headDim, rope, cache, startPos, scale, out));
     }
 
     @Override
-    public void normRopeAttentionRows(Buffer q, Buffer k, Buffer v, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope, KvCache[] caches,
-                                      int[] positions, float scale, Buffer out) {
-        group.post(rank, "normRopeAttentionRows", () -> inner.normRopeAttentionRows(q, k, v, qNorm, kNorm, eps, headDim, rope, caches, positions, scale, out));
+    public void normRopeAttentionRows(Buffer q, Buffer k, Buffer v, QkvBias bias, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
+                                      KvCache[] caches, int[] positions, float scale, Buffer out) {
+        group.post(rank, "normRopeAttentionRows",
+                () -> inner.normRopeAttentionRows(q, k, v, bias, qNorm, kNorm, eps, headDim, rope, caches, positions, scale, out));
     }
 
     @Override

@@ -363,13 +363,19 @@ public final class DecoderModel implements AutoCloseable {
             b.rmsNorm(x, w.attnNorm(), config.hiddenSize(), eps, xn);
             r.trace.record(Trace.ATTN_NORM, layer, xn);
             b.matmulEach(xn, List.of(w.q(), w.k(), w.v()), List.of(q, k, v));
-            if (w.qBias() != null) b.addBias(q, w.qBias());
-            if (w.kBias() != null) b.addBias(k, w.kBias());
-            if (w.vBias() != null) b.addBias(v, w.vBias());
+            // the biases go into the attention op (one launch with the norms, rope and KV store on the GPU), or first when traced
+            Backend.QkvBias bias = w.qBias() == null && w.kBias() == null && w.vBias() == null ? null
+                    : new Backend.QkvBias(w.qBias(), w.kBias(), w.vBias());
+            if (bias != null && r.trace.enabled()) {
+                if (bias.q() != null) b.addBias(q, bias.q());
+                if (bias.k() != null) b.addBias(k, bias.k());
+                if (bias.v() != null) b.addBias(v, bias.v());
+                bias = null;
+            }
             r.trace.record(Trace.Q, layer, q);
             r.trace.record(Trace.K, layer, k);
             r.trace.record(Trace.V, layer, v);
-            normRopeAndAttend(b, r.trace, layer, hd, w.qNorm(), w.kNorm(), eps, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
+            normRopeAndAttend(b, r.trace, layer, hd, bias, w.qNorm(), w.kNorm(), eps, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
             project(b, fuse, att, w.o(), resMul, proj, x, partials);
         }
         if (!fuse) collectives.allReduceSum(partials);
@@ -429,7 +435,7 @@ public final class DecoderModel implements AutoCloseable {
      * KV cache): one backend op (normRopeAttention, fused where the backend can). Traced, the norms run first as ops
      * of their own so that each is recorded.
      */
-    static void normRopeAndAttend(Backend b, Trace trace, int layer, int headDim, dev.v100.runtime.backend.Weight qNorm,
+    static void normRopeAndAttend(Backend b, Trace trace, int layer, int headDim, Backend.QkvBias bias, dev.v100.runtime.backend.Weight qNorm,
                                   dev.v100.runtime.backend.Weight kNorm, float eps, dev.v100.runtime.backend.Rope rope, Buffer q, Buffer k, Buffer v,
                                   java.util.function.IntFunction<dev.v100.runtime.backend.KvCache> cacheOfSlot, Rows rows, float scale, Buffer att) {
         boolean normsApart = trace.enabled() && qNorm != null;
@@ -441,7 +447,7 @@ public final class DecoderModel implements AutoCloseable {
         }
         dev.v100.runtime.backend.Weight qn = normsApart ? null : qNorm, kn = normsApart ? null : kNorm;
         if (!rows.batched()) {
-            b.normRopeAttention(q, k, v, qn, kn, eps, headDim, rope, cacheOfSlot.apply(rows.slot()), rows.startPos(), scale, att);
+            b.normRopeAttention(q, k, v, bias, qn, kn, eps, headDim, rope, cacheOfSlot.apply(rows.slot()), rows.startPos(), scale, att);
         } else {   // each row its own sequence: its position, its cache (one launch per op on the GPU)
             int[] pos = new int[rows.n()];
             dev.v100.runtime.backend.KvCache[] caches = new dev.v100.runtime.backend.KvCache[rows.n()];
@@ -449,7 +455,7 @@ public final class DecoderModel implements AutoCloseable {
                 pos[i] = rows.positionOf(i);
                 caches[i] = cacheOfSlot.apply(rows.slotOf(i));
             }
-            b.normRopeAttentionRows(q, k, v, qn, kn, eps, headDim, rope, caches, pos, scale, att);
+            b.normRopeAttentionRows(q, k, v, bias, qn, kn, eps, headDim, rope, caches, pos, scale, att);
         }
         trace.record(Trace.Q_ROPE, layer, q);   // attention reads q and k, never writes them
         trace.record(Trace.K_ROPE, layer, k);

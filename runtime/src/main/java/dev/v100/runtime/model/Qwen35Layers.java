@@ -345,7 +345,7 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         tr.record(ATTN_GATE, layer, gate);
         tr.record(Trace.K, layer, k);
         tr.record(Trace.V, layer, v);
-        DecoderModel.normRopeAndAttend(b, tr, layer, d, w.qNorm, w.kNorm, eps, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
+        DecoderModel.normRopeAndAttend(b, tr, layer, d, null, w.qNorm, w.kNorm, eps, r.rope, q, k, v, s -> r.cache(layer, s), rows, attentionScale, att);
         b.sigmoidMul(att, gate, att);
         tr.record(ATTN_GATED, layer, att);
         return att;

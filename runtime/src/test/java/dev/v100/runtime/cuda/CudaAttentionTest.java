@@ -155,16 +155,17 @@ class CudaAttentionTest {
     }
 
     /**
-     * normRopeAttention (qk_prep: q/k norms, RoPE and the KV store in one launch, then attn_decode with its merge)
-     * is bit for bit the parts one by one (rmsNorm of q and k, ropePair, attention): q and k as the parts leave
-     * them, the output, and the cache it wrote (a decode step after it on each cache, compared too). Head dims 64,
+     * normRopeAttention (qk_prep: q/k/v biases, q/k norms, RoPE and the KV store in one launch, then attn_decode with its
+     * merge) is bit for bit the parts one by one (addBias of q, k and v, rmsNorm of q and k, ropePair, attention): q, k and
+     * v as the parts leave them, the output, and the cache it wrote (a decode step after it on each cache, compared too). Head dims 64,
      * 128 and 256 with partial rotary, with and without norms, prefill chunks, decode rows, a decode batch.
      */
     @Test
     void normRopeAttentionIsThePartsOneByOne() {
-        record Case(Geometry g, int rotaryDim, boolean norms) {}
-        Case[] cases = {new Case(new Geometry(8, 2, 128), 128, true), new Case(new Geometry(4, 2, 256), 64, true),
-                new Case(new Geometry(8, 2, 64), 64, false), new Case(new Geometry(6, 2, 80), 40, true)};
+        record Case(Geometry g, int rotaryDim, boolean norms, boolean biases) {}
+        Case[] cases = {new Case(new Geometry(8, 2, 128), 128, true, false), new Case(new Geometry(4, 2, 256), 64, true, false),
+                new Case(new Geometry(8, 2, 64), 64, false, false), new Case(new Geometry(6, 2, 80), 40, true, false),
+                new Case(new Geometry(7, 1, 128), 128, false, true), new Case(new Geometry(4, 2, 64), 32, true, true)};
         try (CudaBackend b = backend("normRopeAttention")) {
             SplittableRandom rnd = new SplittableRandom(31);
             for (Case c : cases) {
@@ -177,6 +178,11 @@ class CudaAttentionTest {
                         CudaOpsTest.f32Bytes(halves(rnd, hd, 1))) : null;
                 dev.v100.runtime.backend.Weight kn = c.norms() ? b.weight("blk.0.attn_k_norm.weight", dev.v100.formats.ggml.GgmlType.F32, new long[] {hd},
                         CudaOpsTest.f32Bytes(halves(rnd, hd, 1))) : null;
+                dev.v100.runtime.backend.Backend.QkvBias bias = c.biases() ? new dev.v100.runtime.backend.Backend.QkvBias(
+                        b.weight("blk.0.attn_q.bias", dev.v100.formats.ggml.GgmlType.F32, new long[] {qCols}, CudaOpsTest.f32Bytes(halves(rnd, qCols, 2))),
+                        b.weight("blk.0.attn_k.bias", dev.v100.formats.ggml.GgmlType.F32, new long[] {kvCols}, CudaOpsTest.f32Bytes(halves(rnd, kvCols, 2))),
+                        b.weight("blk.0.attn_v.bias", dev.v100.formats.ggml.GgmlType.F32, new long[] {kvCols}, CudaOpsTest.f32Bytes(halves(rnd, kvCols, 2))))
+                        : null;
                 int capacity = 300;
                 KvCache fusedCache = b.allocateKvCache(g.kvHeads(), hd, capacity), partsCache = b.allocateKvCache(g.kvHeads(), hd, capacity);
                 int pos = 0;
@@ -185,6 +191,11 @@ class CudaAttentionTest {
                     float[] q = halves(rnd, n * qCols, 4), k = halves(rnd, n * kvCols, 4), v = halves(rnd, n * kvCols, 1);
                     Buffer[] fused = io(b, n, qCols, kvCols, q, k, v), parts = io(b, n, qCols, kvCols, q, k, v);
                     // the parts first: they size the scratch both use (so the fused op's launches are all it issues)
+                    if (bias != null) {
+                        b.addBias(parts[0], bias.q());
+                        b.addBias(parts[1], bias.k());
+                        b.addBias(parts[2], bias.v());
+                    }
                     if (c.norms()) {
                         b.rmsNorm(parts[0], qn, hd, eps, parts[0]);
                         b.rmsNorm(parts[1], kn, hd, eps, parts[1]);
@@ -193,10 +204,11 @@ class CudaAttentionTest {
                     b.attention(parts[0], parts[1], parts[2], partsCache, pos, scale, parts[3]);
                     ((CudaKvCache) fusedCache).ensure(pos + n, () -> "test");   // its pages too
                     long before = b.device.issued();
-                    b.normRopeAttention(fused[0], fused[1], fused[2], qn, kn, eps, hd, rope, fusedCache, pos, scale, fused[3]);
+                    b.normRopeAttention(fused[0], fused[1], fused[2], bias, qn, kn, eps, hd, rope, fusedCache, pos, scale, fused[3]);
                     if (n <= 4) assertEquals(2, b.device.issued() - before, what + ": qk_prep + attn_decode");
                     assertArrayEquals(b.read(parts[0]), b.read(fused[0]), what + ": q");
                     assertArrayEquals(b.read(parts[1]), b.read(fused[1]), what + ": k");
+                    assertArrayEquals(b.read(parts[2]), b.read(fused[2]), what + ": v");
                     assertArrayEquals(b.read(parts[3]), b.read(fused[3]), what + ": the attention output");
                     pos += n;
                 }
@@ -205,7 +217,12 @@ class CudaAttentionTest {
                 int[] positions = {pos, 0};
                 float[] q = halves(rnd, 2 * qCols, 4), k = halves(rnd, 2 * kvCols, 4), v = halves(rnd, 2 * kvCols, 1);
                 Buffer[] fused = io(b, 2, qCols, kvCols, q, k, v), parts = io(b, 2, qCols, kvCols, q, k, v);
-                b.normRopeAttentionRows(fused[0], fused[1], fused[2], qn, kn, eps, hd, rope, new KvCache[] {fusedCache, f2}, positions, scale, fused[3]);
+                b.normRopeAttentionRows(fused[0], fused[1], fused[2], bias, qn, kn, eps, hd, rope, new KvCache[] {fusedCache, f2}, positions, scale, fused[3]);
+                if (bias != null) {
+                    b.addBias(parts[0], bias.q());
+                    b.addBias(parts[1], bias.k());
+                    b.addBias(parts[2], bias.v());
+                }
                 if (c.norms()) {
                     b.rmsNorm(parts[0], qn, hd, eps, parts[0]);
                     b.rmsNorm(parts[1], kn, hd, eps, parts[1]);
@@ -214,6 +231,7 @@ class CudaAttentionTest {
                 b.attentionRows(parts[0], parts[1], parts[2], new KvCache[] {partsCache, p2}, positions, scale, parts[3]);
                 assertArrayEquals(b.read(parts[0]), b.read(fused[0]), c + " batch: q");
                 assertArrayEquals(b.read(parts[1]), b.read(fused[1]), c + " batch: k");
+                assertArrayEquals(b.read(parts[2]), b.read(fused[2]), c + " batch: v");
                 assertArrayEquals(b.read(parts[3]), b.read(fused[3]), c + " batch: the attention output");
             }
         }
