@@ -79,7 +79,7 @@ for s in $STEPS; do
     tests)
       # one JVM per test class: a sticky CUDA error (an illegal address) in one class cannot fail the others
       : > "$OUT/gpu-tests.txt"
-      for c in ${TEST_CLASSES:-CudaOpsTest:40 CudaMatmulTest:60 CudaAttentionTest:30 CudaHybridOpsTest:30 CudaPrecisionTest:30 CudaModelTest:60}; do
+      for c in ${TEST_CLASSES:-CudaOpsTest:60 CudaMatmulTest:120 CudaAttentionTest:60 CudaHybridOpsTest:90 CudaPrecisionTest:30 CudaModelTest:90}; do
         cls=${c%%:*}
         run_step "$cls" "${c##*:}" "$LOGS/$cls.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$LOGS/$cls.txt" "dev.v100.runtime.cuda.$cls"
         notes[$cls]=$(grep -m1 "^GPU TESTS" "$LOGS/$cls.log" | sed 's/ (details.*//')
