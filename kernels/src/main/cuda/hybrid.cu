@@ -728,11 +728,13 @@ __device__ __forceinline__ float vblock_sum(F f, int vthreads, float* red) {
 }
 
 #define MOE_NORM_PRE 2   // columns a thread whose loads moe_output_norm issues first (2048 columns, 1024 threads)
+#define MOE_GATE_PRE 8   // elements of the shared gate's dot a thread loads first (2048 of the input, 256 gate threads)
 
 // moe_output, then out = rmsnorm(acc) * w (the next layer's input norm; x16: 0, or one row's 16-bit copy of out): one
-// block per row, any blockDim; the shared gate's dot summed as moe_output's gateThreads threads would and the norm's
-// squares as rmsnorm's normThreads (vblock_sum). Bit for bit moe_output + rmsnorm; out must not alias acc.
-extern "C" __global__ void moe_output_norm(const float* expertOut, const float* weights, int topK, int cols, const float* shared,
+// block per row, any blockDim up to 1024 (KernelCatalog.NORM_MAX_THREADS: the bound keeps it within a V100's registers);
+// the shared gate's dot summed as moe_output's gateThreads threads would and the norm's squares as rmsnorm's normThreads
+// (vblock_sum). Bit for bit moe_output + rmsnorm; out must not alias acc.
+extern "C" __global__ void __launch_bounds__(1024) moe_output_norm(const float* expertOut, const float* weights, int topK, int cols, const float* shared,
                                            const float* gateIn, const float* gate, int h, int gateThreads, float* acc, const float* w,
                                            float eps, int normThreads, float* out, unsigned char* x16) {
     __shared__ float red[32];
@@ -743,6 +745,20 @@ extern "C" __global__ void moe_output_norm(const float* expertOut, const float* 
     // instead of following its barriers; the same values and the same arithmetic as the loop below
     bool pre = topK <= 8 && cols <= MOE_NORM_PRE * (int) blockDim.x;
     float ev[MOE_NORM_PRE][8], sv[MOE_NORM_PRE], av[MOE_NORM_PRE], wv[8];
+    // the gate's dot of virtual thread j = this thread (vblock_sum below gives warp w virtual warp w while the virtual
+    // warps fit the block): its elements j, j + gateThreads, ... loaded now too, summed in the same order below
+    bool gatePre = pre && gate && gateThreads <= (int) blockDim.x && h <= MOE_GATE_PRE * gateThreads;
+    float gv[MOE_GATE_PRE], xv[MOE_GATE_PRE];
+    if (gatePre) {
+        int j = threadIdx.x;
+#pragma unroll
+        for (int k = 0; k < MOE_GATE_PRE; k++) {
+            int i = j + k * gateThreads;
+            bool on = j < gateThreads && i < h;
+            xv[k] = on ? gateIn[t * h + i] : 0.f;
+            gv[k] = on ? gate[i] : 0.f;
+        }
+    }
     if (pre) {
 #pragma unroll
         for (int k = 0; k < 8; k++) wv[k] = k < topK ? weights[t * topK + k] : 0.f;
@@ -760,6 +776,12 @@ extern "C" __global__ void moe_output_norm(const float* expertOut, const float* 
     if (gate) {
         g = sigmoidf(vblock_sum([&](int j) {
             float d = 0.f;
+            if (gatePre && j == (int) threadIdx.x) {
+#pragma unroll
+                for (int k = 0; k < MOE_GATE_PRE; k++)
+                    if (j + k * gateThreads < h) d = __fmaf_rn(xv[k], gv[k], d);
+                return d;
+            }
             for (int i = j; i < h; i += gateThreads) d = __fmaf_rn(gateIn[t * h + i], gate[i], d);
             return d;
         }, gateThreads, red));
