@@ -12,7 +12,8 @@
 #                      reads the logits back). tok/s per sequence, aggregate tok/s (B x steps / time), ms/step
 #   roofline           weight bytes x steps/s; and, like our bench, (weights but the embedding table + the
 #                      K and V of the mean cached length of every sequence) x steps/s over the device-copy
-#                      bandwidth (read + write) measured in the same run
+#                      bandwidth (read + write) measured in the same run (ours also counts the hybrids'
+#                      Gated-DeltaNet state, 1-3 % of a step's bytes; this one does not)
 # It runs ON the GPU machine (python3 with torch + transformers there), launched through the device tool the
 # same way as tools/device/run.sh, e.g. command:
 #   python3 tools/device/hf_eager_bench.py --geometry llama8B            (fp16 on cuda, about a minute)

@@ -2070,7 +2070,7 @@ EXPERT_GEMV_X16(q2_K, Q2kItem)
 EXPERT_GEMV_X16(q3_K, Q3kItem)
 EXPERT_GEMV_X16(w4a16, W4a16Item)
 
-// MoE groups on the tensor cores (prefill of Q4_K, Q5_K, Q3_K, Q2_K, W4A16 and Q8_0 stacks: KernelCatalog.expertGroupMma): expert_group_prep
+// MoE groups on the tensor cores (prefill of Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, W4A16 and Q8_0 stacks: KernelCatalog.expertGroupMma): expert_group_prep
 // writes each group's x rows (the slots', or their tokens') as gemv_mma_prep writes a decode batch's, group g at
 // xg + g * (8 K + 16) halves: [K][8] fp16, each row scaled by a power of two, then the 8 rows' scales (fp32); rows past the
 // group's count 0. Grid (maxGroups), EXPERT_GROUP_PREP_THREADS threads (warp t finds row t's largest |x|).
@@ -2118,10 +2118,10 @@ extern "C" __global__ void __launch_bounds__(EXPERT_GROUP_PREP_THREADS) expert_g
     }
 }
 
-// A block takes a run of up to EXPERT_GROUP_TILES groups of one expert (the groups whose run index is a multiple of it
-// start one; the others' blocks return): its rows dequantized once for up to 8 EXPERT_GROUP_TILES slots (an expert of
-// the 35B's prefill chunk holds 16 slots on average), each 8-slot group an n-tile with its own x and scales as
-// expert_group_prep wrote them. A slot's sums are the same whichever tile or run it is in.
+// A block takes a run of up to TILES groups of one expert (EXPERT_GROUP_TILES; Q6_K 2, Q8_0 1, see their instances: the
+// groups whose run index is a multiple of it start one; the others' blocks return): its rows dequantized once for up to
+// 8 TILES slots (an expert of the 35B's prefill chunk holds 16 slots on average), each 8-slot group an n-tile with its own
+// x and scales as expert_group_prep wrote them. A slot's sums are the same whichever tile or run it is in.
 #define EXPERT_GROUP_TILES 4
 template <class Q, int TILES>
 __device__ __forceinline__ void expert_group_mma_impl(const GemvPart* parts, int cols, const h16* xg, const int* order, const int4* groups) {

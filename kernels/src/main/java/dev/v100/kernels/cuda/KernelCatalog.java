@@ -66,10 +66,10 @@ public final class KernelCatalog {
     /**
      * gemv_f16_rows (and _multi): a block of GEMV_F16_ROW_THREADS a weight row, for one token row and decode batches alike; the
      * runtime takes it for F16 weights of at most GEMV_F16_SHORT_ROWS rows (gemv.cu "Short F16 matrices": the direct and batch
-     * kernels' 8 and 16 rows a block leave such a matrix a handful of blocks).
+     * kernels' 8 and 16 rows a block leave such a matrix at most 16 blocks; measured on 32 and 48 rows, BENCHMARKS).
      */
     public static final int GEMV_F16_ROW_THREADS = 128;
-    public static final int GEMV_F16_SHORT_ROWS = 512;
+    public static final int GEMV_F16_SHORT_ROWS = 128;
     /** expert_gemv_x16s_*: threads per row group for short rows (gemv.cu GEMV_X16_SHORT_TPR). */
     public static final int GEMV_X16_SHORT_TPR = 16;
     /**
@@ -431,7 +431,7 @@ public final class KernelCatalog {
      * whole GEMV_MMA_CHUNK_COLS-column chunks, Q6_K and Q3_K rows of an even number of super-blocks as their decode-batch
      * kernels (Q4_K, Q8_0 and Q6_K measured faster so on the H200, BENCHMARKS; the others run the same kernel with their own
      * dequantization). The launcher also wants
-     * the stack's address and rows 4-byte aligned (the word loads of MmaQ8, MmaQ3k, MmaQ2k); the 16-byte loads of Q4_K, Q5_K and W4A16 are the
+     * the stack's address and rows 4-byte aligned (the word loads of MmaQ8, MmaQ6k, MmaQ3k, MmaQ2k); the 16-byte loads of Q4_K, Q5_K and W4A16 are the
      * fast GEMV's (the expert kernels run only where it takes the stack).
      */
     public static boolean expertGroupMmaTakes(String suffix, long cols) {

@@ -56,12 +56,13 @@ final class ModelArgs {
                     + "(default: --device)")
     String gpus;
 
-    /** Prefill chunk on CUDA: large enough for the tensor-core kernels to pay, small enough for the workspace. */
     /**
      * The CUDA backend's prefill chunk: each chunk dequantizes every weight once more for cuBLAS, and the GEMMs grow more
      * efficient with more rows. On the H200 (BENCHMARKS, fifteenth session) a 4096-token prompt ran 14.0k / 16.8k / 18.3k tok/s
      * (8B Q4_K) and 4.5k / 5.6k / 6.3k (27B) at chunks of 512 / 1024 / 2048; shorter prompts are one chunk either way. A
-     * server with streams decoding beside long prompts may want less (--chunk): a chunk holds their next token back.
+     * server with streams decoding beside long prompts may want less (--chunk): a chunk holds their next token back. The
+     * workspace grows with it (activations and cuBLAS's fp16 copy of x: ~0.3 GB for the 27B); the logits stay at
+     * RankShard.LOGIT_ROWS rows whatever the chunk.
      */
     static final int CUDA_CHUNK_TOKENS = 2048;
 

@@ -489,8 +489,9 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * x16 types: gemv_x16_* / gemv8_x16_* (below). Others: one token row gemv_* (the type's rows per block:
-     * KernelCatalog.gemvRowsPerBlock), up to 8 gemv8_* (GEMV8_ROWS_PER_BLOCK).
+     * Short F16 matrices (f16RowsTake): gemv_f16_rows, a block a row, any 1..8 token rows. x16 types: gemv_x16_* / gemv8_x16_*
+     * (below). Others: one token row gemv_* (the type's rows per block: KernelCatalog.gemvRowsPerBlock), up to 8 gemv8_*
+     * (GEMV8_ROWS_PER_BLOCK).
      */
     void gemvFast(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         if (!fastGemvTakes(x, w)) {
@@ -622,7 +623,8 @@ public final class CudaBackend implements Backend {
     /**
      * outs[i] = x ws[i]^T. Decode rows (up to 8) through weights of one x16 type (q, k, v; gate, up): one
      * gemv_x16_*_multi (gemv8_x16_*_multi) launch over a table of the parts (made once per set of weights and
-     * outputs); anything else one matmul each.
+     * outputs); short F16 weights (the GDN's in_proj_a / _b beside an int4 in_proj_qkv / _z) one gemv_f16_rows_multi;
+     * anything else one matmul each.
      */
     @Override
     public void matmulEach(Buffer x, List<Weight> ws, List<Buffer> outs) {
@@ -638,7 +640,8 @@ public final class CudaBackend implements Backend {
             gemvMulti(xb, w, o);
             return;
         }
-        // the parts an x16 GEMV takes, by kernel type (one launch per type of two or more); the rest one matmul each, first
+        // the parts an x16 GEMV takes, by kernel type, and the short F16 ones (one launch per group of two or more); the
+        // rest one matmul each, first
         Map<String, List<Integer>> byType = new LinkedHashMap<>();
         for (int i = 0; i < ws.size(); i++) {
             CudaWeight wi = w(ws.get(i));
@@ -844,11 +847,6 @@ public final class CudaBackend implements Backend {
     private final FloatPointer one = new FloatPointer(1f), zero = new FloatPointer(0f);
 
     /**
-     * cuBLAS GemmEx, fp16 operands (x converted, saturated), fp32 compute written straight into out:
-     * C^T = W . X^T in column-major terms, over row chunks of W whose fp16 copy fits the dequant scratch
-     * (F16 weights in place).
-     */
-    /**
      * Rows of a quantized weight dequantized and multiplied at a time: as many as the dequant scratch holds, in whole
      * {@link #CUBLAS_CHUNK_ALIGN_ROWS} (each chunk's output columns then start 512-byte aligned and span a whole number of
      * tensor-core tiles). An odd chunk (64 MB over K = 5120 is 6553 rows) made cuBLAS run its slow misaligned kernels: 27B
@@ -860,6 +858,11 @@ public final class CudaBackend implements Backend {
         return Math.max(1, Math.min(rows, fit));
     }
 
+    /**
+     * cuBLAS GemmEx, fp16 operands (x converted, saturated), fp32 compute written straight into out:
+     * C^T = W . X^T in column-major terms, over row chunks of W whose fp16 copy fits the dequant scratch
+     * (cublasChunkRows; F16 weights in place).
+     */
     void gemmCublas(CudaBuffer x, CudaWeight w, CudaBuffer out) {
         int n = x.rows, k = (int) w.cols;
         long rows = w.rows;
@@ -939,8 +942,8 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * What qk_prep does in place of kv_store: q/k norms (both null or both [headDim] F32 vectors) and the rope, with
-     * rmsnorm's threads for the norms' sums (the same for q's and k's groups).
+     * What qk_prep does in place of kv_store: q/k/v biases (0: none), q/k norms (both null or both [headDim] F32 vectors) and
+     * the rope, with rmsnorm's threads for the norms' sums (the same for q's and k's groups).
      */
     private record Prep(CudaWeight qNorm, CudaWeight kNorm, float eps, int headDim, Rope rope, long freqs, int normThreads, long qBias,
                         long kBias, long vBias) {}

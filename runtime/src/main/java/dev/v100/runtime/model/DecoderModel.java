@@ -73,6 +73,7 @@ public final class DecoderModel implements AutoCloseable {
     private final int contextTokens;
     private final int chunkTokens;
     private int lastLogitRows;   // logit rows of the last pass (lastLogits)
+    private int lastLogitBase;   // the first of them still in the logits buffers (a pass of more than RankShard.LOGIT_ROWS: the last group's)
     private final float attentionScale;
     private final AutoCloseable resources;
     private final LayerRunner layers;
@@ -182,11 +183,15 @@ public final class DecoderModel implements AutoCloseable {
      */
     public float[] lastLogits(int row) {
         if (row < 0 || row >= lastLogitRows) throw new IllegalArgumentException("row " + row + " of the last pass's " + lastLogitRows + " logit rows");
+        if (row < lastLogitBase) {
+            throw new IllegalStateException("row " + row + " of the last pass's " + lastLogitRows + " logit rows is no longer held (its logits are made "
+                    + RankShard.LOGIT_ROWS + " rows at a time; rows " + lastLogitBase + ".. are)");
+        }
         int vocab = config.vocabSize();
         float[] out = new float[vocab];
         for (RankShard r : stages.get(stages.size() - 1)) {
             int first = r.geo.firstVocabRow();
-            float[] part = r.backend.read(r.logits.slice(row, 1));
+            float[] part = r.backend.read(r.logits.slice(row - lastLogitBase, 1));
             System.arraycopy(part, 0, out, first, part.length);
         }
         return out;
@@ -301,13 +306,22 @@ public final class DecoderModel implements AutoCloseable {
         }
         if (logitRows == 0) return;
         List<RankShard> lastStage = stages.get(stages.size() - 1);
+        int group = lastStage.get(0).logits.rows();   // the logits buffers' rows: a pass's logits are made that many rows at a time
+        lastLogitRows = logitRows;
+        for (int g = 0; g < logitRows; g += group) {
+            lastLogitBase = g;
+            logitsOf(lastStage, firstLogitRow + g, Math.min(group, logitRows - g), out, outRow + g);
+        }
+    }
+
+    /** The logits of rows [firstLogitRow, firstLogitRow + logitRows) of the last stage's x (at most its logits buffers' rows) into out from outRow. */
+    private void logitsOf(List<RankShard> lastStage, int firstLogitRow, int logitRows, Logits out, int outRow) {
         float logitMul = (float) (1.0 / config.logitsScaling());
         int vocab = config.vocabSize();
         float[] bestValue = out.greedy() == null ? null : new float[logitRows];
         boolean[] nonFinite = new boolean[logitRows];   // greedy: a rank saw a NaN or an infinity in the row
         List<List<RowTop>> parts = new ArrayList<>();    // candidates: each rank's of each row
         for (int i = 0; out.top() != null && i < logitRows; i++) parts.add(new ArrayList<>(lastStage.size()));
-        lastLogitRows = logitRows;
         for (RankShard r : lastStage) {
             Backend b = r.backend;
             Buffer x = r.x.slice(firstLogitRow, logitRows), xn = r.xn.slice(firstLogitRow, logitRows);
@@ -430,10 +444,10 @@ public final class DecoderModel implements AutoCloseable {
     }
 
     /**
-     * Per-head RMSNorm of q and k (qNorm, kNorm: both null for models without them), RoPE of both, then causal
-     * attention into att, for the rows' positions and sequence slots (a decode batch: each row its own position and
-     * KV cache): one backend op (normRopeAttention, fused where the backend can). Traced, the norms run first as ops
-     * of their own so that each is recorded.
+     * The q/k/v biases (bias: null for none), per-head RMSNorm of q and k (qNorm, kNorm: both null for models without
+     * them), RoPE of both, then causal attention into att, for the rows' positions and sequence slots (a decode batch: each
+     * row its own position and KV cache): one backend op (normRopeAttention, fused where the backend can). Traced, the
+     * norms run first as ops of their own so that each is recorded (and the caller adds the biases before recording q, k, v).
      */
     static void normRopeAndAttend(Backend b, Trace trace, int layer, int headDim, Backend.QkvBias bias, dev.v100.runtime.backend.Weight qNorm,
                                   dev.v100.runtime.backend.Weight kNorm, float eps, dev.v100.runtime.backend.Rope rope, Buffer q, Buffer k, Buffer v,

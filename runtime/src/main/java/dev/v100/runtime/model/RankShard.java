@@ -36,7 +36,14 @@ final class RankShard {
     final Buffer proj;   // [T, h] partial sums of o_proj / ffn_down before the all-reduce
     final Buffer gate;   // [T, F]
     final Buffer up;     // [T, F]
-    final Buffer logits; // [T, vocabRows], last stage only
+    final Buffer logits; // [min(T, LOGIT_ROWS), vocabRows], last stage only
+
+    /**
+     * Rows of the logits buffers at most: a pass needing more (every row's logits of a long chunk) makes them that many at
+     * a time. A chunk of 2048 tokens would otherwise hold 2 GB of fp32 logits for a 248k vocabulary; a decode batch (at
+     * most this many rows, ModelOptions) fits one group, so its rows stay readable (DecoderModel.lastLogits).
+     */
+    static final int LOGIT_ROWS = 256;
 
     RankShard(Backend backend, RankGeometry geo, int ppStage, int firstLayer, int endLayer, Weight tokenEmbd,
               LayerWeights[] layers, Weight outputNorm, Weight output, Rope rope, int hidden, int headDim,
@@ -66,7 +73,7 @@ final class RankShard {
         proj = backend.allocate(r + "proj", t, hidden);
         gate = backend.allocate(r + "gate", t, geo.ffn());
         up = backend.allocate(r + "up", t, geo.ffn());
-        logits = output == null ? null : backend.allocate(r + "logits", t, geo.vocabRows());
+        logits = output == null ? null : backend.allocate(r + "logits", Math.min(t, LOGIT_ROWS), geo.vocabRows());
     }
 
     /**
@@ -92,7 +99,7 @@ final class RankShard {
         x = backend.allocate(r + "x", chunkTokens, hidden);
         xn = backend.allocate(r + "xn", chunkTokens, hidden);
         q = k = v = att = proj = gate = up = null;
-        logits = output == null ? null : backend.allocate(r + "logits", chunkTokens, geo.vocabRows());
+        logits = output == null ? null : backend.allocate(r + "logits", Math.min(chunkTokens, LOGIT_ROWS), geo.vocabRows());
     }
 
     LayerWeights layer(int layer) {

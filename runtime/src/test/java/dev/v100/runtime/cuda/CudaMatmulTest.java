@@ -637,22 +637,34 @@ class CudaMatmulTest {
                     assertArrayEquals(b.read(alone), b.read(batch), rows + " x " + cols + ", " + n + " rows: the batch vs each row alone");
                 }
             }
+            // matmulEach: three short F16 weights (one gemv_f16_rows_multi: its part table past part 1), and the GDN's call, two
+            // Q4_K weights beside two short F16 ones (quantize, the Q4_K pair's _multi, the F16 pair's _multi; a batch of Q4_K:
+            // gemv_mma_prep and gemv8_mma_q4_K_multi instead of the first two)
             int cols = 2048;
-            List<Weight> ws = new ArrayList<>();
-            for (int rows : new int[] {32, 48}) {
-                ws.add(b.weight("blk.0.ssm_beta.weight", GgmlType.F16, new long[] {rows, cols},
-                        RandomBlocks.matrix("w", GgmlType.F16, rows, cols, 0.05, rnd).data()));
-            }
-            for (int n : new int[] {1, 4}) {
-                Buffer x = b.allocate("x", n, cols);
-                b.write(x, halves(rnd, n * cols, 1), 0);
-                List<Buffer> outs = List.of(b.allocate("a", n, 32), b.allocate("b", n, 48)), singles = List.of(b.allocate("sa", n, 32), b.allocate("sb", n, 48));
-                for (int i = 0; i < 2; i++) b.matmul(x, ws.get(i), singles.get(i));
-                b.matmulEach(x, ws, outs);   // the first time uploads the parts' table
-                long before = b.device.issued();
-                b.matmulEach(x, ws, outs);
-                assertEquals(1, b.device.issued() - before, n + " rows: one gemv_f16_rows_multi launch");
-                for (int i = 0; i < 2; i++) assertArrayEquals(b.read(singles.get(i)), b.read(outs.get(i)), n + " rows: output " + i + " vs its own matmul");
+            for (String kind : new String[] {"f16 x3", "gdn"}) {
+                int[] rows = kind.equals("gdn") ? new int[] {96, 64, 48, 48} : new int[] {32, 48, 7};
+                List<Weight> ws = new ArrayList<>();
+                for (int i = 0; i < rows.length; i++) {
+                    GgmlType t = kind.equals("gdn") && i < 2 ? GgmlType.Q4_K : GgmlType.F16;
+                    ws.add(b.weight("blk.0.ssm_beta.weight", t, new long[] {rows[i], cols}, RandomBlocks.matrix("w", t, rows[i], cols, 0.05, rnd).data()));
+                }
+                for (int n : new int[] {1, 4}) {
+                    String what = kind + ", " + n + " rows";
+                    Buffer x = b.allocate("x", n, cols);
+                    b.write(x, halves(rnd, n * cols, 1), 0);
+                    List<Buffer> outs = new ArrayList<>(), singles = new ArrayList<>();
+                    for (int r : rows) {
+                        outs.add(b.allocate("o", n, r));
+                        singles.add(b.allocate("s", n, r));
+                    }
+                    for (int i = 0; i < rows.length; i++) b.matmul(x, ws.get(i), singles.get(i));
+                    b.matmulEach(x, ws, outs);   // the first time uploads the parts' tables
+                    b.write(x, b.read(x), 0);    // the same x, its 16-bit copy made again
+                    long before = b.device.issued();
+                    b.matmulEach(x, ws, outs);
+                    assertEquals(kind.equals("gdn") ? 3 : 1, b.device.issued() - before, what + ": launches of matmulEach");
+                    for (int i = 0; i < rows.length; i++) assertArrayEquals(b.read(singles.get(i)), b.read(outs.get(i)), what + ": output " + i + " vs its own matmul");
+                }
             }
         }
     }

@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -158,6 +159,31 @@ class DecoderModelTest {
                 assertArrayEquals(java.util.Arrays.copyOfRange(whole, t * vocab, (t + 1) * vocab), step, "decode step " + t);
             }
         }
+    }
+
+    /**
+     * A pass whose logits outgrow the logits buffers (RankShard.LOGIT_ROWS rows) makes them a group at a time: the same
+     * logits as short chunks give; of that pass only the last group's rows stay readable (lastLogits), the others say so.
+     */
+    @Test
+    void logitsOfALongPassComeInGroups() {
+        int rows = RankShard.LOGIT_ROWS + 44;
+        TestBundles.Spec s = TestBundles.Spec.llama(GgmlType.Q8_0).withShape(97, 64, 2, 96, 4, 2, 32).withMaxPositions(1024);
+        Path b = TestBundles.write(tmp.resolve("m"), s, TestBundles.randomWeights(s, 4), 1, 1);
+        int[] tokens = new int[rows];
+        for (int i = 0; i < rows; i++) tokens[i] = (7 * i + 3) % s.vocab();
+        float[] shortChunks;
+        try (DecoderModel m = CpuModels.open(b, OPTS.withChunkTokens(64))) {
+            shortChunks = m.forward(tokens, 0, true);
+        }
+        int vocab = s.vocab();
+        try (DecoderModel m = CpuModels.open(b, OPTS.withChunkTokens(rows))) {
+            assertArrayEquals(shortChunks, m.forward(tokens, 0, true), "one pass of " + rows + " rows' logits");
+            assertArrayEquals(java.util.Arrays.copyOfRange(shortChunks, (rows - 1) * vocab, rows * vocab), m.lastLogits(rows - 1), "the last row, held");
+            assertThrows(IllegalStateException.class, () -> m.lastLogits(0), "a row of an earlier group is no longer held");
+        }
+        assertThrows(IllegalArgumentException.class, () -> OPTS.withChunkTokens(rows).withMaxBatch(RankShard.LOGIT_ROWS + 1),
+                "a decode batch must fit one group of logits");
     }
 
     @Test
