@@ -11,7 +11,7 @@
 # bundles (GEOMETRY:TYPE, GEOMETRY llama1B / llama8B / qwen3-8B / qwen25-7B / granite-8B / qwen36-35B-A3B / qwen35-27B, TYPE a ggml type, Q4_K_M / Q5_K_M / Q3_K_M / Q2_K_MIX (llama.cpp's mixes) or W4A16-gG; see BenchBundleMain), HF_GEOMETRY the geometry of
 # the transformers eager baseline (step hf: tools/device/hf_eager_bench.py on the same GPU; qwen36-35B-A3B for the
 # MoE, qwen35-27B for the dense hybrid, with HF_TIMEOUT (seconds, default 240; the MoE baseline took 43 s on the H200,
-# the 27B's 45 s, 2026-12-01). The tests step's classes take at most 290 s together (they took 5-40 s each on the H200).
+# the 27B's 45 s, 2026-12-01). The tests step's classes take at most 350 s together (they took 5-40 s each on the H200).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -80,7 +80,7 @@ for s in $STEPS; do
     tests)
       # one JVM per test class: a sticky CUDA error (an illegal address) in one class cannot fail the others
       : > "$OUT/gpu-tests.txt"
-      for c in ${TEST_CLASSES:-CudaOpsTest:40 CudaMatmulTest:60 CudaAttentionTest:40 CudaHybridOpsTest:60 CudaPrecisionTest:30 CudaModelTest:60}; do
+      for c in ${TEST_CLASSES:-CudaOpsTest:40 CudaMatmulTest:90 CudaAttentionTest:40 CudaHybridOpsTest:90 CudaPrecisionTest:30 CudaModelTest:60}; do
         cls=${c%%:*}
         run_step "$cls" "${c##*:}" "$LOGS/$cls.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$LOGS/$cls.txt" "dev.v100.runtime.cuda.$cls"
         notes[$cls]=$(grep -m1 "^GPU TESTS" "$LOGS/$cls.log" | sed 's/ (details.*//')

@@ -41,7 +41,8 @@ final class RankShard {
     /**
      * Rows of the logits buffers at most: a pass needing more (every row's logits of a long chunk) makes them that many at
      * a time. A chunk of 2048 tokens would otherwise hold 2 GB of fp32 logits for a 248k vocabulary; a decode batch (at
-     * most this many rows, ModelOptions) fits one group, so its rows stay readable (DecoderModel.lastLogits).
+     * most DecoderModel.MAX_SLOTS rows, and ModelOptions' maxBatch at most this) fits one group, so its rows stay readable
+     * (DecoderModel.lastLogits).
      */
     static final int LOGIT_ROWS = 256;
 

@@ -738,7 +738,8 @@ class CudaHybridOpsTest {
     /**
      * addMoeOutputNorm (moe_output_norm: one launch, a block per row) bit for bit as addMoeOutput then rmsNorm, the
      * norm's output written over the gate's input (as the model does), for rows 1, 3, 8, widths whose norm blocks have
-     * more (2048: 512 threads) and fewer (256: 64) threads than moe_output's gate dot; a decode row also leaves the
+     * more (2048: 512 threads) and fewer (256: 64) threads than moe_output's gate dot, and one (992) that the gate dot's
+     * threads do not divide (its preloaded operands: 4 elements for some threads, 3 for others); a decode row also leaves the
      * 16-bit copy of its output: the x16 GEMV after it is one launch with the two ops' result.
      */
     @Test
@@ -746,7 +747,7 @@ class CudaHybridOpsTest {
         try (CudaBackend gpu = backend("hybrid-moe-output-norm")) {
             SplittableRandom r = new SplittableRandom(37);
             int experts = 6, topK = 2;
-            for (int h : new int[] {2048, 256}) {
+            for (int h : new int[] {2048, 256, 992}) {   // 992: the gate dot's 256 threads take 4 or 3 elements each
                 Weight gate = f32(gpu, "blk.0.ffn_gate_inp_shexp.weight", halves(r, h, 1), h);
                 Weight norm = f32(gpu, "blk.1.attn_norm.weight", halves(r, h, 1), h);
                 StoredMatrix m = RandomBlocks.matrix("blk.1.attn_qkv.weight", GgmlType.Q8_0, 40, h, 0.05, r);

@@ -184,6 +184,7 @@ class DecoderModelTest {
         }
         assertThrows(IllegalArgumentException.class, () -> OPTS.withChunkTokens(rows).withMaxBatch(RankShard.LOGIT_ROWS + 1),
                 "a decode batch must fit one group of logits");
+        assertTrue(DecoderModel.MAX_SLOTS <= RankShard.LOGIT_ROWS, "a decode batch of every slot fits one group of logits");
     }
 
     @Test
