@@ -90,6 +90,10 @@ public final class ServeCommand implements Callable<Integer> {
         if (!BACKENDS.contains(backend)) {
             throw new ParameterException(spec.commandLine(), "--backend must be cpu or cuda, got '" + backend + "'");
         }
+        if (maxBatch < 1 || maxBatch > dev.v100.runtime.model.DecoderModel.MAX_SLOTS) {   // before the model loads, not after
+            throw new ParameterException(spec.commandLine(), "--max-batch must be 1.." + dev.v100.runtime.model.DecoderModel.MAX_SLOTS
+                    + " (the sequence slots a model has), got " + maxBatch);
+        }
         if (apiKey == null) {
             String env = System.getenv("V100_API_KEY");
             apiKey = env == null || env.isEmpty() ? null : env;

@@ -78,5 +78,8 @@ class ServeCommandTest {
         assertTrue(err.toString().contains("--backend must be cpu or cuda"), err.toString());
         assertEquals(2, cli.execute(bundle.resolve("missing").toString()));
         assertEquals(2, cli.execute(bundle.toString(), "--queue", "0"));
+        assertEquals(2, cli.execute(bundle.toString(), "--max-batch", "65"));
+        assertTrue(err.toString().contains("--max-batch must be 1..64"), err.toString());
+        assertEquals(2, cli.execute(bundle.toString(), "--max-batch", "0"));
     }
 }
