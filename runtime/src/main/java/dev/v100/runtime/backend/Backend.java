@@ -224,7 +224,14 @@ public interface Backend extends AutoCloseable {
     void attention(Buffer q, Buffer k, Buffer v, KvCache cache, int startPos, float scale, Buffer out);
 
     /** The biases of a layer's q, k and v projections (Qwen2's; any may be null), added by {@link #normRopeAttention}. */
-    record QkvBias(Weight q, Weight k, Weight v) {}
+    record QkvBias(Weight q, Weight k, Weight v) {
+        /** Each bias added into its projection's rows, one {@link Backend#addBias} each. */
+        public void addTo(Backend b, Buffer qb, Buffer kb, Buffer vb) {
+            if (q != null) b.addBias(qb, q);
+            if (k != null) b.addBias(kb, k);
+            if (v != null) b.addBias(vb, v);
+        }
+    }
 
     /**
      * A layer's attention from its q, k, v projections: their biases added in place (bias null: none), per-head RMSNorm of q
@@ -234,7 +241,7 @@ public interface Backend extends AutoCloseable {
      */
     default void normRopeAttention(Buffer q, Buffer k, Buffer v, QkvBias bias, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
                                    KvCache cache, int startPos, float scale, Buffer out) {
-        qkvBiases(q, k, v, bias);
+        if (bias != null) bias.addTo(this, q, k, v);
         qkNorms("normRopeAttention", q, k, qNorm, kNorm, eps, headDim);
         ropePair(q, k, headDim, rope, startPos);
         attention(q, k, v, cache, startPos, scale, out);
@@ -243,19 +250,12 @@ public interface Backend extends AutoCloseable {
     /** {@link #normRopeAttention} of a decode batch: row i at positions[i] of caches[i] (as {@link #attentionRows}). */
     default void normRopeAttentionRows(Buffer q, Buffer k, Buffer v, QkvBias bias, Weight qNorm, Weight kNorm, float eps, int headDim, Rope rope,
                                        KvCache[] caches, int[] positions, float scale, Buffer out) {
-        qkvBiases(q, k, v, bias);
+        if (bias != null) bias.addTo(this, q, k, v);
         qkNorms("normRopeAttentionRows", q, k, qNorm, kNorm, eps, headDim);
         ropeRowsPair(q, k, headDim, rope, positions);
         attentionRows(q, k, v, caches, positions, scale, out);
     }
 
-    /** The q, k and v biases of {@link #normRopeAttention}, one {@link #addBias} each (none when bias is null). */
-    private void qkvBiases(Buffer q, Buffer k, Buffer v, QkvBias bias) {
-        if (bias == null) return;
-        if (bias.q() != null) addBias(q, bias.q());
-        if (bias.k() != null) addBias(k, bias.k());
-        if (bias.v() != null) addBias(v, bias.v());
-    }
 
     /** The per-head q and k norms of {@link #normRopeAttention} in place (none when both are null). */
     private void qkNorms(String op, Buffer q, Buffer k, Weight qNorm, Weight kNorm, float eps, int headDim) {

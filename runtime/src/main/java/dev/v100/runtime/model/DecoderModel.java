@@ -381,9 +381,7 @@ public final class DecoderModel implements AutoCloseable {
             Backend.QkvBias bias = w.qBias() == null && w.kBias() == null && w.vBias() == null ? null
                     : new Backend.QkvBias(w.qBias(), w.kBias(), w.vBias());
             if (bias != null && r.trace.enabled()) {
-                if (bias.q() != null) b.addBias(q, bias.q());
-                if (bias.k() != null) b.addBias(k, bias.k());
-                if (bias.v() != null) b.addBias(v, bias.v());
+                bias.addTo(b, q, k, v);
                 bias = null;
             }
             r.trace.record(Trace.Q, layer, q);

@@ -119,8 +119,7 @@ class LargeBundlesTest {
         TestBundles.Spec s = TestBundles.tinyBench(GgmlType.Q4_K).withTypes(GgmlType.Q4_K, GgmlType.Q6_K);
         Path dir = TestBundles.writeLarge(tmp.resolve("mix"), s, 5, 1, 1, 0, TestBundles.LlamaCppMix.K_M);
         try (Bundle b = Bundle.open(dir)) {
-            java.util.Map<String, String> dtype = new java.util.HashMap<>();
-            for (BundleManifest.Tensor t : b.manifest().ranks().get(0).tensors()) dtype.put(t.name(), t.dtype());
+            java.util.Map<String, String> dtype = dtypes(b.manifest());
             for (String t : new String[] {"attn_v", "ffn_down"}) {
                 assertEquals("Q4_K", dtype.get("blk.0." + t + ".weight"), t + " of layer 0");
                 assertEquals("Q6_K", dtype.get("blk.1." + t + ".weight"), t + " of layer 1 (the last: more bits)");
@@ -157,8 +156,7 @@ class LargeBundlesTest {
             TestBundles.Spec s = TestBundles.tinyBench(base).withTypes(base, GgmlType.Q6_K);
             Path dir = TestBundles.writeLarge(tmp.resolve(mix.name()), s, 5, 1, 1, 0, mix);
             try (Bundle b = Bundle.open(dir)) {
-                java.util.Map<String, String> dtype = new java.util.HashMap<>();
-                for (BundleManifest.Tensor t : b.manifest().ranks().get(0).tensors()) dtype.put(t.name(), t.dtype());
+                java.util.Map<String, String> dtype = dtypes(b.manifest());
                 assertEquals(base.name(), dtype.get("token_embd.weight"), mix + ": the embedding in the base type");
                 assertEquals("Q6_K", dtype.get("output.weight"));
                 assertEquals(mix.type("attn_v", 0, s.layers(), base).name(), dtype.get("blk.0.attn_v.weight"));
@@ -180,8 +178,7 @@ class LargeBundlesTest {
         try (Bundle b = Bundle.open(dir)) {
             assertEquals(tp, b.manifest().ranks().size());
             if (tp > 1) assertEquals(crc(b.manifest(), 0, "blk.0.ffn_gate_inp.weight"), crc(b.manifest(), tp - 1, "blk.0.ffn_gate_inp.weight"));
-            java.util.Map<String, String> dtypes = new java.util.HashMap<>();
-            for (BundleManifest.Tensor t : b.manifest().ranks().get(0).tensors()) dtypes.put(t.name(), t.dtype());
+            java.util.Map<String, String> dtypes = dtypes(b.manifest());
             String int4 = group > 0 ? W4A16Layout.DTYPE : type;
             for (String q : new String[] {"blk.0.attn_qkv.weight", "blk.0.ssm_out.weight", "blk.3.attn_q.weight", "blk.0.ffn_up_exps.weight",
                     "blk.0.ffn_down_shexp.weight"}) {
@@ -202,8 +199,7 @@ class LargeBundlesTest {
         Path dir = HybridBundles.write(tmp.resolve("dense"), c, GgmlType.byName(type), 5, tp, group);
         try (Bundle b = Bundle.open(dir)) {
             assertEquals("qwen35", b.manifest().config().architecture());
-            java.util.Map<String, String> dtypes = new java.util.HashMap<>();
-            for (BundleManifest.Tensor t : b.manifest().ranks().get(0).tensors()) dtypes.put(t.name(), t.dtype());
+            java.util.Map<String, String> dtypes = dtypes(b.manifest());
             String int4 = group > 0 ? W4A16Layout.DTYPE : type;
             for (String q : new String[] {"blk.0.attn_qkv.weight", "blk.0.ssm_out.weight", "blk.3.attn_q.weight", "blk.0.ffn_gate.weight",
                     "blk.2.ffn_down.weight"}) {
@@ -226,6 +222,13 @@ class LargeBundlesTest {
             }
             assertTrue(sq / logits.length > 1e-4, "non-degenerate logits: mean square " + sq / logits.length);
         }
+    }
+
+    /** Rank 0's stored dtype of every tensor, by name. */
+    static java.util.Map<String, String> dtypes(BundleManifest m) {
+        java.util.Map<String, String> out = new java.util.HashMap<>();
+        for (BundleManifest.Tensor t : m.ranks().get(0).tensors()) out.put(t.name(), t.dtype());
+        return out;
     }
 
     static String crc(BundleManifest m, int rank, String tensor) {
