@@ -6,7 +6,7 @@
 # A failing step does not stop the others; a table of all of them is printed last. Logs go to $OUT.
 #
 # Device tool: carry [".device"], command "bash tools/device/run.sh", timeout 600. Every step has its own
-# time limit (together under 10 minutes); STEPS="info tests golden kbench bench trace ktrace" selects steps (e.g. two
+# time limit (together under 10 minutes); STEPS="info tests golden kbench bench trace ktrace ncu" selects steps (e.g. two
 # calls: STEPS="info tests golden", then STEPS="kbench bench hf"), BENCH_SETS="llama8B:Q4_K ..." the bench
 # bundles (GEOMETRY:TYPE, GEOMETRY llama1B / llama8B / qwen3-8B / qwen25-7B / granite-8B / qwen36-35B-A3B / qwen35-27B, TYPE a ggml type, Q4_K_M / Q5_K_M / Q3_K_M / Q2_K_MIX (llama.cpp's mixes) or W4A16-gG; see BenchBundleMain), HF_GEOMETRY the geometry of
 # the transformers eager baseline (step hf: tools/device/hf_eager_bench.py on the same GPU; qwen36-35B-A3B for the
@@ -43,7 +43,7 @@ declare -A rc secs notes
 # the bench bundles are written in the background while the tests run (the CPU is otherwise idle)
 declare -A writer
 # (one after another: each fills its tensors on every core)
-if [[ " $STEPS " == *" bench "* || " $STEPS " == *" trace "* || " $STEPS " == *" ktrace "* ]]; then
+if [[ " $STEPS " == *" bench "* || " $STEPS " == *" trace "* || " $STEPS " == *" ktrace "* || " $STEPS " == *" ncu "* ]]; then
   (
     for set in $BENCH_SETS; do
       g=${set%%:*} t=${set#*:}
@@ -147,11 +147,28 @@ for s in $STEPS; do
         done
       fi
       ;;
+    ncu)
+      # Nsight Compute on the first bench set's decode: the kernels named by NCU_KERNELS (a regex of kernel names),
+      # NCU_COUNT launches of them after NCU_SKIP (past the prefill and the first steps), graph nodes profiled one by
+      # one; the report's stall reasons and, per SASS instruction, where the warps waited (ncu.txt, ncu-sass.csv)
+      set0=${BENCH_SETS%% *}
+      g=${set0%%:*} t=${set0#*:}
+      b=/tmp/v100-bench-$g-$t-tp1pp1
+      for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+      NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+      run_step ncu 300 "$LOGS/ncu.log" "$NCU" --clock-control none --kernel-name "regex:^(${NCU_KERNELS:-moe_route})\$" \
+          --launch-skip "${NCU_SKIP:-2000}" --launch-count "${NCU_COUNT:-4}" --section SpeedOfLight --section WarpStateStats \
+          --section LaunchStats --section Occupancy --section SourceCounters -f -o /tmp/v100-ncu \
+          "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
+      "$NCU" --import /tmp/v100-ncu.ncu-rep --print-summary none > "$OUT/ncu.txt" 2>&1
+      "$NCU" --import /tmp/v100-ncu.ncu-rep --page source --print-source sass --csv > "$OUT/ncu-sass.csv" 2>> "$OUT/ncu.txt"
+      notes[ncu]="$(grep -c '^  [a-z_0-9]* (' "$OUT/ncu.txt") kernels profiled"
+      ;;
     hf)
       run_step hf-eager "${HF_TIMEOUT:-240}" "$OUT/hf-eager-$HF_GEOMETRY.log" python3 tools/device/hf_eager_bench.py --geometry "$HF_GEOMETRY" --device cuda --dtype float16
       notes[hf-eager]=$(grep -E "^\| decode batch 1" "$OUT/hf-eager-$HF_GEOMETRY.log" | cut -d'|' -f3 | xargs)
       ;;
-    *) echo "unknown step $s (info tests golden kbench bench trace ktrace hf)" >&2 ;;
+    *) echo "unknown step $s (info tests golden kbench bench trace ktrace ncu hf)" >&2 ;;
   esac
 done
 

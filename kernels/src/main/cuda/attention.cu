@@ -62,38 +62,61 @@ extern "C" __global__ void qk_prep(float* q, float* k, float* v, int n, int head
     float* base = kind == 0 ? q + ((i64) t * heads + head) * hd : (kind == 1 ? k : v) + ((i64) t * kvHeads + head) * hd;
     const float* nw = kind == 0 ? qNorm : kind == 1 ? kNorm : nullptr;
     const float* bias = kind == 0 ? qBias : kind == 1 ? kBias : vBias;
-    if (bias) {   // add_bias's sums, written back (the norm's and rope's reads below see the biased values)
-        bias += (i64) head * hd;
-        for (int i = lane; i < hd; i += 32) base[i] = base[i] + bias[i];
-        __syncwarp();
-    }
+    if (bias) bias += (i64) head * hd;
     float* y = ys[warp];
-    // what does not depend on the head's values, loaded with them: the position, the cache page (k, v) and the
-    // lane's rotary frequencies (q, k), instead of each after the step before it
+    // every load that does not depend on another issued first, together: the head's values (lane l holds elements
+    // l, l + 32, ...), their bias and norm weights, the lane's rotary frequencies (q, k) and the position; then the
+    // cache page (k, v: it needs the position), whose latency hides behind the arithmetic until the store
+    constexpr int PER = ATTN_MAX_HD / 32;
+    float xv[PER], bv[PER], nv[PER], ivf[PER];
+    int half = rotaryDim >> 1;
+#pragma unroll
+    for (int r = 0; r < PER; r++) {
+        int i = lane + 32 * r;
+        bool in = i < hd;
+        xv[r] = in ? base[i] : 0.f;
+        bv[r] = in && bias ? bias[i] : 0.f;
+        nv[r] = in && nw ? __ldg(nw + i) : 0.f;
+        ivf[r] = kind < 2 && i < rotaryDim ? __ldg(invFreq + (i < half ? i : i - half)) : 0.f;
+    }
     int ipos = step_pos(step, t);
     int page = 0;
     if (kind > 0) page = (rowTables ? reinterpret_cast<const int*>(rowTables[t]) : table)[ipos / PAGE];
-    int half = rotaryDim >> 1;
-    float ivf[ATTN_MAX_HD / 32];
+    if (bias) {   // add_bias's sums, written back (the norm and rope below take the biased values)
 #pragma unroll
-    for (int r = 0; r < ATTN_MAX_HD / 32; r++) {
-        int i = lane + 32 * r;
-        ivf[r] = kind < 2 && i < rotaryDim ? __ldg(invFreq + (i < half ? i : i - half)) : 0.f;
+        for (int r = 0; r < PER; r++) {
+            int i = lane + 32 * r;
+            if (i < hd) {
+                xv[r] = xv[r] + bv[r];
+                base[i] = xv[r];
+            }
+        }
     }
     if (nw) {
-        // rmsnorm's sums: thread j of normThreads adds elements j, j + normThreads, ...; each warp's sum, then the warps'
+        // rmsnorm's sums: thread j of normThreads adds elements j, j + normThreads, ... (lane's elements r = w, w +
+        // nwarps, ... of warp w's turn); each warp's sum, then the warps'
         int nwarps = normThreads >> 5;
         float tot = 0.f;
         for (int w = 0; w < nwarps; w++) {
             float ss = 0.f;
-            for (int i = 32 * w + lane; i < hd; i += normThreads) ss = __fmaf_rn(base[i], base[i], ss);
+#pragma unroll
+            for (int r = 0; r < PER; r++)
+                if (r >= w && (r - w) % nwarps == 0 && lane + 32 * r < hd) ss = __fmaf_rn(xv[r], xv[r], ss);
             ss = warp_sum(ss);
             if (lane == w) tot = ss;
         }
         float inv = 1.f / sqrtf(warp_sum(tot) / (float) hd + eps);
-        for (int i = lane; i < hd; i += 32) y[i] = __fmul_rn(__fmul_rn(base[i], inv), nw[i]);
+#pragma unroll
+        for (int r = 0; r < PER; r++) {
+            int i = lane + 32 * r;
+            if (i < hd) y[i] = __fmul_rn(__fmul_rn(xv[r], inv), nv[r]);
+        }
     } else {
-        for (int i = lane; i < hd; i += 32) y[i] = base[i];
+#pragma unroll
+        for (int r = 0; r < PER; r++) {
+            int i = lane + 32 * r;
+            if (i < hd) y[i] = xv[r];
+        }
     }
     __syncwarp();
     if (kind < 2) {   // every lane's rotated elements first (they read other lanes' y), then written back

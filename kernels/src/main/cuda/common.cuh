@@ -18,8 +18,30 @@ typedef long long i64;
 #define STEP_IDS 20        // token ids of the embedding gather start here
 
 // The position of row `row` of a position-reading op (rope, KV store, decode attention).
+// The three words are loaded at once (a batch's row is below STEP_MAX_BATCH, so the mask changes nothing there and keeps
+// a chunk's row inside the block): one round trip instead of the flag's and then the position's.
 __device__ __forceinline__ int step_pos(const int* step, int row) {
-    return step[STEP_BATCH] ? step[STEP_ROW_POS + row] : step[STEP_POS] + row;
+    int batch = step[STEP_BATCH], rowPos = step[STEP_ROW_POS + (row & (STEP_MAX_BATCH - 1))], pos0 = step[STEP_POS];
+    return batch ? rowPos : pos0 + row;
+}
+
+// The sum of squares of x[i], i = j, j + stride, ... < n, in that order (fmas), as a loop of one load at a time would
+// add them: the loads of B terms issued before their sums (that loop waits out an L2 round trip per term).
+template <int B = 8>
+__device__ __forceinline__ float rms_squares(const float* x, int n, int j, int stride) {
+    float ss = 0.f;
+    for (int i0 = j; i0 < n; i0 += B * stride) {
+        float v[B];
+#pragma unroll
+        for (int k = 0; k < B; k++) {
+            int i = i0 + k * stride;
+            v[k] = i < n ? x[i] : 0.f;
+        }
+#pragma unroll
+        for (int k = 0; k < B; k++)
+            if (i0 + k * stride < n) ss = __fmaf_rn(v[k], v[k], ss);
+    }
+    return ss;
 }
 
 // A rotary pair (a, b) turned by the angle whose cosine and sine are c and s: a' and b', each product rounded

@@ -1878,10 +1878,14 @@ template <class Q, int TPR>
 __device__ __forceinline__ void expert_gemv_x16_impl(const GemvPart* parts, int cols, const unsigned char* xq, int perSlot, int topK, const int* ids) {
     const GemvPart& p = parts[blockIdx.z];
     const int R = ExpertRows<Q>::R, RB = R * (GEMV_X16_THREADS / TPR);   // rows a row group, a block
-    if ((i64) blockIdx.x * RB >= p.rows) return;   // the grid of a part with more rows
     int slot = blockIdx.y;
+    // the slot's expert loaded with the part's rows, not after their check (one round trip before the weights, not
+    // two; the part's other fields share the rows' line)
+    int rows = p.rows, e = ids[slot];
+    asm volatile("" : "+r"(rows), "+r"(e));
+    if ((i64) blockIdx.x * RB >= rows) return;   // the grid of a part with more rows
     int xr = perSlot ? slot : slot / topK;
-    WView w = expert_view(p, ids[slot], cols);
+    WView w = expert_view(p, e, cols);
     gemv_x16_impl<Q, R, 1, TPR>(w, xq + xr * x16_row_bytes(cols), 1, p.y + (i64) slot * p.rows, p.rows, (i64) blockIdx.x * RB,
                                             nullptr, 1.f);
 }

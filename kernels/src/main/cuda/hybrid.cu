@@ -39,7 +39,9 @@ extern "C" __global__ void gather_columns(const float* x, int inCols, const int*
 // out = x * sigmoid(gate); out may alias x
 extern "C" __global__ void sigmoid_mul(const float* x, const float* gate, float* out, i64 n, unsigned char* x16, int cols) {
     FOR_EACH(i, n) {
-        float y = x[i] * sigmoidf(gate[i]);
+        float xi = x[i], gi = gate[i];
+        asm volatile("" : "+f"(xi), "+f"(gi));   // both loads issued before sigmoidf's branch
+        float y = xi * sigmoidf(gi);
         out[i] = y;
         if (x16) x16_store_at(y, i, cols, x16);   // as silu_mul
     }
@@ -66,6 +68,23 @@ extern "C" __global__ void rmsnorm_gated(const float* x, const float* z, const f
                                          unsigned char* x16, int cols) {
     __shared__ float red[32];
     i64 base = (i64) blockIdx.x * groupElems;
+    // a group of at most blockDim elements (a decode row's heads): each thread's x, z and w loaded before the sum
+    // (the same values and arithmetic as the loops below, whose loads follow the sum's barriers)
+    if (groupElems <= (int) blockDim.x) {
+        int i = threadIdx.x;
+        bool on = i < groupElems;
+        float xi = on ? x[base + i] : 0.f, zi = on ? z[base + i] : 0.f, wi = on ? w[i] : 0.f;
+        float ss = 0.f;
+        if (on) ss += xi * xi;
+        ss = block_sum(ss, red);
+        float inv = 1.f / sqrtf(ss / (float) groupElems + eps);
+        if (on) {
+            float y = xi * inv * wi * (zi * sigmoidf(zi));
+            out[base + i] = y;
+            if (x16) x16_store_at(y, base + i, cols, x16);
+        }
+        return;
+    }
     float ss = 0.f;
     for (int i = threadIdx.x; i < groupElems; i += blockDim.x) {
         float v = x[base + i];
@@ -602,12 +621,19 @@ extern "C" __global__ void moe_route(const float* logits, int n, int experts, in
     const float* l = logits + (i64) t * experts;
     const int kmax = (experts + 31) >> 5;   // a lane's experts: the loops below stop there (8 of 32 for 256 experts)
     float p[ROUTE_PER_LANE];
-    float mx = -INFINITY;
+    // every logit a lane takes loaded before the first is used (a max after each load waits out one L2 round trip
+    // per load: 8 one after another for 256 experts)
 #pragma unroll
     for (int k = 0; k < ROUTE_PER_LANE; k++) {
         if (k >= kmax) break;
         int e = lane + 32 * k;
-        if (e < experts) mx = fmaxf(mx, l[e]);
+        p[k] = e < experts ? __ldg(l + e) : -INFINITY;
+    }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < ROUTE_PER_LANE; k++) {
+        if (k >= kmax) break;
+        mx = fmaxf(mx, p[k]);
     }
     mx = warp_max(mx);
     float sum = 0.f;
@@ -615,7 +641,7 @@ extern "C" __global__ void moe_route(const float* logits, int n, int experts, in
     for (int k = 0; k < ROUTE_PER_LANE; k++) {
         if (k >= kmax) break;
         int e = lane + 32 * k;
-        p[k] = e < experts ? expf(l[e] - mx) : -1.f;   // -1: no expert, or already taken
+        p[k] = e < experts ? expf(p[k] - mx) : -1.f;   // -1: no expert, or already taken
         if (e < experts) sum += p[k];
     }
     sum = warp_sum(sum);
@@ -744,7 +770,7 @@ extern "C" __global__ void __launch_bounds__(1024) moe_output_norm(const float* 
     // output and residual are loaded before the shared gate's dot, so their latency overlaps the dot's
     // instead of following its barriers; the same values and the same arithmetic as the loop below
     bool pre = topK <= 8 && cols <= MOE_NORM_PRE * (int) blockDim.x;
-    float ev[MOE_NORM_PRE][8], sv[MOE_NORM_PRE], av[MOE_NORM_PRE], wv[8];
+    float ev[MOE_NORM_PRE][8], sv[MOE_NORM_PRE], av[MOE_NORM_PRE], nw[MOE_NORM_PRE], wv[8];
     // the gate's dot of virtual thread j = this thread (vblock_sum below gives warp w virtual warp w while the virtual
     // warps fit the block): its elements j, j + gateThreads, ... loaded now too, summed in the same order below
     bool gatePre = pre && gate && gateThreads <= (int) blockDim.x && h <= MOE_GATE_PRE * gateThreads;
@@ -770,6 +796,7 @@ extern "C" __global__ void __launch_bounds__(1024) moe_output_norm(const float* 
             for (int k = 0; k < 8; k++) ev[m][k] = on && k < topK ? expertOut[(t * topK + k) * cols + c] : 0.f;
             sv[m] = on && shared ? shared[t * cols + c] : 0.f;
             av[m] = on ? a[c] : 0.f;
+            nw[m] = on ? w[c] : 0.f;
         }
     }
     float g = 1.f;
@@ -796,7 +823,8 @@ extern "C" __global__ void __launch_bounds__(1024) moe_output_norm(const float* 
             for (int k = 0; k < 8; k++)
                 if (k < topK) e = __fmaf_rn(wv[k], ev[m][k], e);
             if (shared) e = __fadd_rn(e, __fmul_rn(sv[m], g));
-            a[c] = __fadd_rn(av[m], e);
+            av[m] = __fadd_rn(av[m], e);   // kept for the norm's output below
+            a[c] = av[m];
         }
     } else {
         for (int c = threadIdx.x; c < cols; c += blockDim.x) {
@@ -806,12 +834,19 @@ extern "C" __global__ void __launch_bounds__(1024) moe_output_norm(const float* 
         }
     }
     // (the barrier in vblock_sum makes the block's writes of a visible to all of its threads)
-    float ss = vblock_sum([&](int j) {
-        float q = 0.f;
-        for (int i = j; i < cols; i += normThreads) q = __fmaf_rn(a[i], a[i], q);
-        return q;
-    }, normThreads, red);
+    float ss = vblock_sum([&](int j) { return rms_squares<4>(a, cols, j, normThreads); }, normThreads, red);
     float inv = 1.f / sqrtf(ss / (float) cols + eps);
+    if (pre) {   // the sums and the weights already in registers
+#pragma unroll
+        for (int m = 0; m < MOE_NORM_PRE; m++) {
+            int c = threadIdx.x + m * blockDim.x;
+            if (c >= cols) break;
+            float y = __fmul_rn(__fmul_rn(av[m], inv), nw[m]);
+            out[t * cols + c] = y;
+            if (x16) x16_store_unit(y, c >> 5, cols, x16);
+        }
+        return;
+    }
     for (int c = threadIdx.x; c < cols; c += blockDim.x) {
         float y = __fmul_rn(__fmul_rn(a[c], inv), w[c]);
         out[t * cols + c] = y;

@@ -11,6 +11,8 @@
 // lowest index, is the same in any order).
 #include "common.cuh"
 
+#define ARGMAX_BATCH 8   // columns a thread of argmax_rows / logits_top_rows loads before comparing them
+
 __device__ __forceinline__ void argmax_pick(float& bv, int& bi, float ov, int oi) {
     if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
 }
@@ -47,10 +49,22 @@ extern "C" __global__ void argmax_rows(const float* __restrict__ x, int cols, in
     float bv = -INFINITY;
     int bi = 0x7fffffff;
     bool bad = false;
-    for (int i = c0 + threadIdx.x; i < c1; i += blockDim.x) {
-        float v = __ldg(row + i);
-        bad |= !isfinite(v);
-        if (v > bv) { bv = v; bi = i; }   // a thread's indices rise: its first largest is kept
+    // ARGMAX_BATCH columns' loads issued before their compares (a load at a time waits out a round trip per column)
+    for (int i0 = c0 + threadIdx.x; i0 < c1; i0 += ARGMAX_BATCH * blockDim.x) {
+        float v[ARGMAX_BATCH];
+#pragma unroll
+        for (int k = 0; k < ARGMAX_BATCH; k++) {
+            int i = i0 + k * blockDim.x;
+            v[k] = i < c1 ? __ldg(row + i) : 0.f;
+        }
+#pragma unroll
+        for (int k = 0; k < ARGMAX_BATCH; k++) {
+            int i = i0 + k * blockDim.x;
+            if (i < c1) {
+                bad |= !isfinite(v[k]);
+                if (v[k] > bv) { bv = v[k]; bi = i; }   // a thread's indices rise: its first largest is kept
+            }
+        }
     }
     argmax_block(bv, bi, bad, sv, si, sbad);
     i64 part = (i64) r * parts + p;
@@ -107,6 +121,7 @@ extern "C" __global__ void argmax_rows(const float* __restrict__ x, int cols, in
 #define TOP_BINS 2048
 #define TOP_CAP 2048
 #define TOP_HEADER 4
+#define TOP_STAGED_PARTS 64   // parts whose headers the last block stages in shared memory (a 512k vocabulary at 8192 a part)
 
 // the float's bits as an unsigned key in the floats' order (finite values; 0 is no finite value's key)
 __device__ __forceinline__ unsigned top_key(float v) {
@@ -261,7 +276,9 @@ struct TopPartsSrc {   // the parts' candidates: part q's at [q * m, q * m + its
     __device__ unsigned key(int i) const {
         const int* pq = part(i / m);
         int j = i % m;
-        return j < __ldcg(pq) ? (unsigned) __ldcg(pq + TOP_HEADER + m + j) : 0u;
+        int count = __ldcg(pq);
+        unsigned v = (unsigned) __ldcg(pq + TOP_HEADER + m + j);   // inside the part's record whatever its count: loaded with it
+        return j < count ? v : 0u;
     }
     __device__ int id(int i) const { return __ldcg(part(i / m) + TOP_HEADER + i % m); }
 };
@@ -284,10 +301,21 @@ extern "C" __global__ void __launch_bounds__(TOP_THREADS) logits_top_rows(const 
     float mx = -INFINITY;
     int mi = 0;
     bool bad = false;
-    for (int i = tid; i < n; i += TOP_THREADS) {
-        float v = __ldg(row + c0 + i);
-        bad |= !isfinite(v);
-        if (v > mx) { mx = v; mi = i; }
+    for (int i0 = tid; i0 < n; i0 += ARGMAX_BATCH * TOP_THREADS) {   // as argmax_rows: the loads first
+        float v[ARGMAX_BATCH];
+#pragma unroll
+        for (int k = 0; k < ARGMAX_BATCH; k++) {
+            int i = i0 + k * TOP_THREADS;
+            v[k] = i < n ? __ldg(row + c0 + i) : 0.f;
+        }
+#pragma unroll
+        for (int k = 0; k < ARGMAX_BATCH; k++) {
+            int i = i0 + k * TOP_THREADS;
+            if (i < n) {
+                bad |= !isfinite(v[k]);
+                if (v[k] > mx) { mx = v[k]; mi = i; }
+            }
+        }
     }
     argmax_block(mx, mi, bad, sv, si, sbad);
     if (bad) {
@@ -326,18 +354,27 @@ extern "C" __global__ void __launch_bounds__(TOP_THREADS) logits_top_rows(const 
     __threadfence();
     const int* first = parts + (i64) r * nParts * stride;
     int* o = out + (i64) r * stride;
+    // the parts' headers into shared memory, a thread a part, for thread 0's sums below (which read them in part order:
+    // from memory that is one round trip after another)
+    __shared__ int heads[TOP_STAGED_PARTS][TOP_HEADER];
+    bool staged = nParts <= TOP_STAGED_PARTS;
+    if (staged && tid < nParts) {
+#pragma unroll
+        for (int k = 0; k < TOP_HEADER; k++) heads[tid][k] = __ldcg(first + (i64) tid * stride + k);
+    }
+    __syncthreads();
+    auto head = [&](int q, int k) { return staged ? heads[q][k] : __ldcg(first + (i64) q * stride + k); };
     if (tid == 0) {
         int status = 0;
         float M = -INFINITY;
         for (int q = 0; q < nParts; q++) {
-            if (__ldcg(first + (i64) q * stride) < 0) status = -1;
-            else M = fmaxf(M, __int_as_float(__ldcg(first + (i64) q * stride + 1)));
+            if (head(q, 0) < 0) status = -1;
+            else M = fmaxf(M, __int_as_float(head(q, 1)));
         }
         double S = 0.0;
         for (int q = 0; status == 0 && q < nParts; q++) {
-            const int* pq = first + (i64) q * stride;
-            double sq = __longlong_as_double(((long long) __ldcg(pq + 3) << 32) | (unsigned) __ldcg(pq + 2));
-            S += sq * exp((double) __int_as_float(__ldcg(pq + 1)) * it - (double) M * it);
+            double sq = __longlong_as_double(((long long) head(q, 3) << 32) | (unsigned) head(q, 2));
+            S += sq * exp((double) __int_as_float(head(q, 1)) * it - (double) M * it);
         }
         long long bits = __double_as_longlong(S);
         o[0] = status;

@@ -19,11 +19,7 @@ extern "C" __global__ void rmsnorm(const float* x, const float* w, float* out, i
     int i1 = part * chunk + threadIdx.x;
     float x1 = 0.f, w1 = 0.f;
     if (one && i1 < end) { x1 = xg[i1]; w1 = w[i1]; }
-    float ss = 0.f;
-    for (int i = threadIdx.x; i < groupElems; i += blockDim.x) {
-        float v = xg[i];
-        ss = __fmaf_rn(v, v, ss);
-    }
+    float ss = rms_squares(xg, groupElems, threadIdx.x, blockDim.x);
     ss = block_sum(ss, red);
     float inv = 1.f / sqrtf(ss / (float) groupElems + eps);
     if (one) {
