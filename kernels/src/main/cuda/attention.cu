@@ -260,8 +260,21 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
             int j = g + u * kg;
             if (j < cnt) pv_add(a, vpre[u], p[j]);
         }
-#pragma unroll 8
-        for (int j = g + VPRE * kg; j < cnt; j += kg) pv_add(a, *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c), p[j]);
+        // the rest (attn_decode: head dims over 128, where V_PRE rows are half of them) VPRE rows at a time, their loads
+        // before their sums (the registers vpre held)
+        for (int j0 = g + VPRE * kg; j0 < cnt; j0 += VPRE * kg) {
+            uint4 vv[VPRE];
+#pragma unroll
+            for (int u = 0; u < VPRE; u++) {
+                int j = j0 + u * kg;
+                if (j < cnt) vv[u] = *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c);
+            }
+#pragma unroll
+            for (int u = 0; u < VPRE; u++) {
+                int j = j0 + u * kg;
+                if (j < cnt) pv_add(a, vv[u], p[j]);
+            }
+        }
         float4* dst = reinterpret_cast<float4*>(accs + g * hd + 8 * c);
         float4 lo, hi;
         lo.x = a[0]; lo.y = a[1]; lo.z = a[2]; lo.w = a[3];

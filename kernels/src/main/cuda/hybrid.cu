@@ -615,10 +615,87 @@ extern "C" __global__ void __launch_bounds__(GDN_SCAN_THREADS, 2) gdn_chunk_scan
 // warp-wide argmax rounds, divided by their sum when normalize. experts <= 32 * ROUTE_PER_LANE (the
 // launcher checks).
 #define ROUTE_PER_LANE 32
+// Up to ROUTE_FAST_PER_LANE experts a lane (256 experts) and topK <= 32 (moe_route's common case): the same picks and
+// sums with fewer instructions one after another (the general loop below spends ~2000 a token on its unrolled
+// breaks and per-round compares over every expert). Each candidate is one 64-bit key, the probability's bits (a
+// non-negative float orders as its bits) over the complement of its id (equal probabilities: the lower id is
+// larger); no expert, a taken one or a NaN is key 0. A lane sorts its keys once (descending; 19 compare-exchanges);
+// a round is then a warp max of the lanes' first keys, the winning lane dropping its first.
+#define ROUTE_FAST_PER_LANE 8
+__device__ __forceinline__ void route_cas(unsigned long long& a, unsigned long long& b) {   // a >= b after
+    unsigned long long hi = a > b ? a : b, lo = a > b ? b : a;
+    a = hi;
+    b = lo;
+}
+__device__ __forceinline__ unsigned long long shfl_xor_u64(unsigned long long v, int o) {
+    unsigned lo = __shfl_xor_sync(0xffffffffu, (unsigned) v, o), hi = __shfl_xor_sync(0xffffffffu, (unsigned) (v >> 32), o);
+    return ((unsigned long long) hi << 32) | lo;
+}
+__device__ __forceinline__ void route_fast(const float* l, int experts, int topK, int normalize, int lane, int* ids, float* weights) {
+    constexpr int K = ROUTE_FAST_PER_LANE;
+    float p[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int e = lane + 32 * k;
+        p[k] = e < experts ? __ldg(l + e) : -INFINITY;
+    }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < K; k++) mx = fmaxf(mx, p[k]);
+    mx = warp_max(mx);
+    float sum = 0.f;
+    unsigned long long key[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int e = lane + 32 * k;
+        if (e < experts) {
+            p[k] = expf(p[k] - mx);
+            sum += p[k];
+        }
+        key[k] = e < experts && p[k] >= 0.f ? ((unsigned long long) __float_as_uint(p[k]) << 32) | (unsigned) ~e : 0ull;
+    }
+    sum = warp_sum(sum);
+    // Batcher's odd-even merge sort of 8
+    route_cas(key[0], key[1]); route_cas(key[2], key[3]); route_cas(key[4], key[5]); route_cas(key[6], key[7]);
+    route_cas(key[0], key[2]); route_cas(key[1], key[3]); route_cas(key[4], key[6]); route_cas(key[5], key[7]);
+    route_cas(key[1], key[2]); route_cas(key[5], key[6]);
+    route_cas(key[0], key[4]); route_cas(key[1], key[5]); route_cas(key[2], key[6]); route_cas(key[3], key[7]);
+    route_cas(key[2], key[4]); route_cas(key[3], key[5]);
+    route_cas(key[1], key[2]); route_cas(key[3], key[4]); route_cas(key[5], key[6]);
+    float kept = 0.f;
+    int myId = 0;   // lane s keeps round s's pick
+    float myW = 0.f;
+    for (int s = 0; s < topK; s++) {
+        unsigned long long b = key[0];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            unsigned long long ob = shfl_xor_u64(b, o);
+            b = ob > b ? ob : b;
+        }
+        if (key[0] == b) {   // the winner's lane (keys are distinct but for 0, which wins only when nothing is left)
+#pragma unroll
+            for (int k = 0; k < K - 1; k++) key[k] = key[k + 1];
+            key[K - 1] = 0ull;
+        }
+        int be = b ? (int) ~(unsigned) b : 0;   // nothing left (NaN logits): a valid id, weight 0
+        float bp = b ? __uint_as_float((unsigned) (b >> 32)) : 0.f;
+        if (lane == s) { myId = be; myW = bp / sum; }
+        kept += bp / sum;
+    }
+    if (lane < topK) {
+        ids[lane] = myId;
+        weights[lane] = normalize ? myW / kept : myW;
+    }
+}
+
 extern "C" __global__ void moe_route(const float* logits, int n, int experts, int topK, int normalize, int* ids, float* weights) {
     int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (t >= n) return;
     const float* l = logits + (i64) t * experts;
+    if (experts <= 32 * ROUTE_FAST_PER_LANE && topK <= 32) {
+        route_fast(l, experts, topK, normalize, lane, ids + t * topK, weights + t * topK);
+        return;
+    }
     const int kmax = (experts + 31) >> 5;   // a lane's experts: the loops below stop there (8 of 32 for 256 experts)
     float p[ROUTE_PER_LANE];
     // every logit a lane takes loaded before the first is used (a max after each load waits out one L2 round trip

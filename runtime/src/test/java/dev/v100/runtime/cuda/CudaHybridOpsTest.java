@@ -705,13 +705,14 @@ class CudaHybridOpsTest {
     /**
      * moe_route's ids and weights against RefMoe.route (double softmax: ids equal where the top picks are not near
      * ties, weights within 1e-5: fp32 sums and expf), normalized and not, for topK up to a warp's rounds and past them (40),
-     * and 256 experts (a lane's 8) as the 35B-A3B MoE routes.
+     * and 256 experts (a lane's 8) as the 35B-A3B MoE routes; the kernel's two paths (at most 8 experts a lane and topK
+     * <= 32: sorted keys; else the general rounds: 512 experts, topK 40).
      */
     @Test
     void routeIdsAndWeightsMatchTheReference() {
         try (CudaBackend gpu = backend("hybrid-route")) {
             SplittableRandom r = new SplittableRandom(38);
-            for (int[] c : new int[][] {{9, 3}, {256, 8}, {256, 40}, {64, 32}}) {
+            for (int[] c : new int[][] {{9, 3}, {256, 8}, {256, 40}, {64, 32}, {100, 5}, {512, 8}, {512, 40}}) {
                 int experts = c[0], topK = c[1];
                 for (int n : new int[] {1, 5}) {
                     float[] logits = new float[n * experts];
