@@ -1874,30 +1874,35 @@ __device__ __forceinline__ WView expert_view(const GemvPart& p, int e, int cols)
     return WView{p.data + first * p.rowBytes, p.rowBytes, cols, p.groups, p.groupShift, p.scales ? p.scales + first * p.groups : nullptr,
                  p.zeros ? p.zeros + first * p.groups : nullptr};
 }
+// routed: the routed slots (n * topK); grid y rows past them are the shared expert's, one a token (token y - routed), with
+// the stacks' shared matrices at parts[z + gridDim.z] (an expert of its own: rows = its rows, y = its out [n, rows]).
 template <class Q, int TPR>
-__device__ __forceinline__ void expert_gemv_x16_impl(const GemvPart* parts, int cols, const unsigned char* xq, int perSlot, int topK, const int* ids) {
-    const GemvPart& p = parts[blockIdx.z];
-    const int R = ExpertRows<Q>::R, RB = R * (GEMV_X16_THREADS / TPR);   // rows a row group, a block
+__device__ __forceinline__ void expert_gemv_x16_impl(const GemvPart* parts, int cols, const unsigned char* xq, int perSlot, int topK, const int* ids,
+                                                     int routed) {
     int slot = blockIdx.y;
+    bool shared = slot >= routed;
+    const GemvPart& p = parts[blockIdx.z + (shared ? gridDim.z : 0)];
+    const int R = ExpertRows<Q>::R, RB = R * (GEMV_X16_THREADS / TPR);   // rows a row group, a block
     // the slot's expert loaded with the part's rows, not after their check (one round trip before the weights, not
     // two; the part's other fields share the rows' line)
-    int rows = p.rows, e = ids[slot];
+    int rows = p.rows, e = shared ? 0 : ids[slot];
     asm volatile("" : "+r"(rows), "+r"(e));
     if ((i64) blockIdx.x * RB >= rows) return;   // the grid of a part with more rows
-    int xr = perSlot ? slot : slot / topK;
+    int row = shared ? slot - routed : slot;     // of the part's out
+    int xr = perSlot ? slot : shared ? slot - routed : slot / topK;
     WView w = expert_view(p, e, cols);
-    gemv_x16_impl<Q, R, 1, TPR>(w, xq + xr * x16_row_bytes(cols), 1, p.y + (i64) slot * p.rows, p.rows, (i64) blockIdx.x * RB,
+    gemv_x16_impl<Q, R, 1, TPR>(w, xq + xr * x16_row_bytes(cols), 1, p.y + (i64) row * rows, rows, (i64) blockIdx.x * RB,
                                             nullptr, 1.f);
 }
 
 #define EXPERT_GEMV_X16(SUFFIX, ITEM)                                                                                     \
     extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) expert_gemv_x16_##SUFFIX(const GemvPart* parts, int cols, \
-            const unsigned char* xq, int perSlot, int topK, const int* ids) {                                             \
-        expert_gemv_x16_impl<ITEM, GEMV_X16_THREADS>(parts, cols, xq, perSlot, topK, ids);                                 \
+            const unsigned char* xq, int perSlot, int topK, const int* ids, int routed) {                                 \
+        expert_gemv_x16_impl<ITEM, GEMV_X16_THREADS>(parts, cols, xq, perSlot, topK, ids, routed);                         \
     }                                                                                                                     \
     extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) expert_gemv_x16s_##SUFFIX(const GemvPart* parts, int cols, \
-            const unsigned char* xq, int perSlot, int topK, const int* ids) {                                             \
-        expert_gemv_x16_impl<ITEM, GEMV_X16_SHORT_TPR>(parts, cols, xq, perSlot, topK, ids);                               \
+            const unsigned char* xq, int perSlot, int topK, const int* ids, int routed) {                                 \
+        expert_gemv_x16_impl<ITEM, GEMV_X16_SHORT_TPR>(parts, cols, xq, perSlot, topK, ids, routed);                       \
     }                                                                                                                     \
     extern "C" __global__ void __launch_bounds__(GEMV_X16_THREADS) expert_group_x16_##SUFFIX(const GemvPart* parts, int cols, \
             const unsigned char* xq, int perSlot, int topK, const int* order, const int4* groups, int span) {             \

@@ -420,6 +420,24 @@ public interface Backend extends AutoCloseable {
     }
 
     /**
+     * expertMatmulEach of the routed stacks and, on the same x, the shared expert's matrices: outs[i] = expertMatmul of
+     * stack i, sharedOuts[i] = x' shared[i]^T, where x has n = routing.tokens() token rows (x' = x: the gate and up
+     * projections) or n*topK slot rows followed by the n tokens' shared rows (x' = its last n rows: the down projection).
+     * One op where a backend runs the shared expert as one more slot of each token (the default: the two calls).
+     */
+    default void expertMatmulEachWithShared(Buffer x, java.util.List<Weight> experts, MoeRouting routing, java.util.List<Buffer> outs,
+                                            java.util.List<Weight> shared, java.util.List<Buffer> sharedOuts) {
+        int n = routing.tokens(), slots = n * routing.topK();
+        boolean slotRows = x.rows() == slots + n;
+        if (!slotRows && x.rows() != n) {
+            throw new BackendException("expertMatmulEachWithShared: " + x + " is neither " + n + " token rows nor " + slots + " slot rows and "
+                    + n + " shared rows");
+        }
+        expertMatmulEach(slotRows ? x.slice(0, slots) : x, experts, routing, outs);
+        matmulEach(slotRows ? x.slice(slots, n) : x, shared, sharedOuts);
+    }
+
+    /**
      * {@code out[t] = sum_s weight(t, s) * expertOut[t*topK + s]} for t &lt; n = routing.tokens().
      *
      * @param expertOut [n*topK, cols]; out [n, cols]

@@ -90,6 +90,8 @@ public final class CudaBackend implements Backend {
     // outputs when a weight of this backend runs gemv_x16_* (anyX16).
     private final String x16Scratch;
     private long x16Of, x16Cols, x16Rows, x16At, x16Issued = -1;
+    /** x16Of returned some rows of the current copy: the GEMV that reads them keeps the copy the whole buffer's. */
+    private boolean x16RowsRead;
     private boolean anyX16;
     /**
      * Decode batches (2..8 rows) through a weight whose type has gemv8_mma_* (KernelCatalog.gemvMma) run it, x made fp16 by
@@ -576,7 +578,21 @@ public final class CudaBackend implements Backend {
      * gemv_x16_quantize launch. Anything that may free device memory or take the stream must come before.
      */
     private long x16Of(CudaBuffer x, long cols) {
-        long q = device.scratch(x16Scratch, x.rows * KernelCatalog.gemvX16Bytes(cols));   // growing it frees the old one
+        long rowBytes = KernelCatalog.gemvX16Bytes(cols);
+        if (x16Of != 0 && x16Cols == cols && x.cols == cols && x16Issued == device.issued() && x.address >= x16Of
+                && (x.address - x16Of) % (4 * cols) == 0 && !(x.address == x16Of && x.rows == x16Rows)) {
+            // some rows of the current copy's buffer (the routed slots', or the shared expert's rows after them): their
+            // 16-bit rows in it; the copy stays the whole buffer's (x16Read)
+            long first = (x.address - x16Of) / (4 * cols);
+            if (first + x.rows <= x16Rows) {
+                long q = device.scratch(x16Scratch, (first + x.rows) * rowBytes);   // (no larger than it is: never moves)
+                if (q == x16At) {
+                    x16RowsRead = true;
+                    return q + first * rowBytes;
+                }
+            }
+        }
+        long q = device.scratch(x16Scratch, x.rows * rowBytes);   // growing it frees the old one
         if (x16Of != x.address || x16Cols != cols || x16Rows != x.rows || x16Issued != device.issued() || x16At != q) {
             long units = x.rows * cols / 32, perBlock = KernelCatalog.GEMV_X16_QUANTIZE_THREADS / 32;
             device.launch(kX16Quantize).ptr(x.address).i32((int) cols).i32(x.rows).ptr(q)
@@ -587,6 +603,11 @@ public final class CudaBackend implements Backend {
 
     /** A GEMV launch just read x's 16-bit copy at q and wrote outs: the copy stays valid unless an output overlaps x. */
     private void x16Read(CudaBuffer x, long q, List<CudaBuffer> outs) {
+        if (x16RowsRead) {   // rows of the current copy (x16Of): it stays current unless an out overlaps its buffer
+            x16RowsRead = false;
+            x16Kept(device.issued() - 1, outs.toArray(CudaBuffer[]::new));
+            return;
+        }
         for (CudaBuffer o : outs) {
             if (o.overlaps(x)) {
                 x16Of = 0;
@@ -761,7 +782,7 @@ public final class CudaBackend implements Backend {
         long start = 0;
         for (int i = 0; i < ws.size(); i++) {
             CudaWeight w = ws.get(i);
-            long rows = experts ? w.expertRows : w.rows;
+            long rows = experts && w.expertRows != 0 ? w.expertRows : w.rows;   // (a shared expert's 2-D matrix: its rows)
             int at = i * words;
             t[at] = w.address;
             t[at + 1] = w.rowBytes;
@@ -783,9 +804,12 @@ public final class CudaBackend implements Backend {
         return x16Target(out, 1);
     }
 
-    /** As above for an op that writes the 16-bit rows of up to maxRows rows (decode batches: at most GEMV_MAX_TOKENS). */
+    /**
+     * As above for an op that writes the 16-bit rows of up to maxRows rows (decode batches: GEMV_MAX_TOKENS; silu_mul
+     * also a decode step's or batch's expert slots: SLOT_X16_ELEMS).
+     */
     private long x16Target(CudaBuffer out, int maxRows) {
-        if (!anyX16 || out.rows < 1 || out.rows > Math.min(maxRows, KernelCatalog.GEMV_MAX_TOKENS) || out.cols % 32 != 0) return 0;
+        if (!anyX16 || out.rows < 1 || out.rows > maxRows || out.cols % 32 != 0) return 0;
         return device.scratch(x16Scratch, out.rows * KernelCatalog.gemvX16Bytes(out.cols));
     }
 
@@ -833,6 +857,13 @@ public final class CudaBackend implements Backend {
         w.params(device.launch(w.kernels.gemvRef())).ptr(x.address).i32(x.rows).ptr(out.address).i32((int) w.rows)
                 .go((w.rows + warps - 1) / warps, 1, 1, 32 * warps, 0);
     }
+
+    /**
+     * Elements up to which silu_mul writes its output's 16-bit copy past GEMV_MAX_TOKENS rows: the expert slots and
+     * shared-expert rows of a decode step or small batch (8 tokens x (8 + 1) slots x 512 columns: 36864), which the
+     * expert GEMVs then read without a gemv_x16_quantize launch; not a prefill chunk's FFN, which no GEMV reads in 16 bits.
+     */
+    static final long SLOT_X16_ELEMS = 65536;
 
     /** Rows up to which gemvRef runs a warp a block (2 blocks of it per SM of an H200 at most). */
     static final int REF_FEW_ROWS = 256;
@@ -1228,7 +1259,7 @@ public final class CudaBackend implements Backend {
         device.bind();
         long n = g.elems();
         if (n == 0) return;
-        long x16 = x16Target(o, KernelCatalog.GEMV_MAX_TOKENS);
+        long x16 = o.rows <= KernelCatalog.GEMV_MAX_TOKENS || n <= SLOT_X16_ELEMS ? x16Target(o, o.rows) : 0;
         device.launch(kSiluMul).ptr(g.address).ptr(u.address).ptr(o.address).i64(n).ptr(x16).i32(o.cols).go(blocks(n), 1, 1, EW, 0);
         if (x16 != 0) x16Made(o, x16);
         checked("siluMul", o);
@@ -1767,6 +1798,55 @@ public final class CudaBackend implements Backend {
         for (int i = 0; checkNonFinite && i < ws.size(); i++) checked("expertMatmul " + ws.get(i).name, os.get(i));
     }
 
+    /**
+     * One expert_gemv_x16_* launch for the routed stacks and the shared expert's matrices (grid y: the slots, then one
+     * row a token) where they share an x16 type and width and the routing is not grouped (a decode step or batch);
+     * else the default's two calls.
+     */
+    @Override
+    public void expertMatmulEachWithShared(Buffer x, List<Weight> experts, MoeRouting routing, List<Buffer> outs, List<Weight> shared,
+                                           List<Buffer> sharedOuts) {
+        CudaBuffer xb = buf(x);
+        CudaRouting r = routing(routing);
+        int n = r.tokens, slots = n * r.topK;
+        boolean slotRows = xb.rows == slots + n;
+        if (n == 0 || r.grouped || (!slotRows && xb.rows != n) || experts.size() != outs.size() || shared.size() != experts.size()
+                || sharedOuts.size() != shared.size()) {
+            Backend.super.expertMatmulEachWithShared(x, experts, routing, outs, shared, sharedOuts);
+            return;
+        }
+        List<CudaWeight> ws = new ArrayList<>(), ss = new ArrayList<>();
+        List<CudaBuffer> os = new ArrayList<>(), sos = new ArrayList<>();
+        CudaWeight w0 = w(experts.get(0));
+        boolean together = true;
+        for (int i = 0; i < experts.size(); i++) {
+            CudaWeight w = w(experts.get(i)), sw = w(shared.get(i));
+            CudaBuffer ob = buf(outs.get(i)), sob = buf(sharedOuts.get(i));
+            for (CudaWeight v : List.of(w, sw)) {
+                together &= v.kernels.x16() && v.fastGemv && v.index == 0 && v.kernelSuffix.equals(w0.kernelSuffix) && v.cols == w0.cols
+                        && v.inputCols == xb.cols;
+            }
+            together &= w.expertRows != 0 && w.rows / w.expertRows == r.numExperts && ob.rows == slots && ob.cols == w.expertRows
+                    && sw.expertRows == 0 && sw.vector == 0 && sob.rows == n && sob.cols == sw.rows;
+            ws.add(w);
+            ss.add(sw);
+            os.add(ob);
+            sos.add(sob);
+        }
+        if (!together) {
+            Backend.super.expertMatmulEachWithShared(x, experts, routing, outs, shared, sharedOuts);
+            return;
+        }
+        device.bind();
+        for (CudaWeight w : ws) note(w);
+        for (CudaWeight w : ss) note(w);
+        expertGemvX16(xb, ws, r, slotRows, os, ss, sos);
+        for (int i = 0; checkNonFinite && i < ws.size(); i++) {
+            checked("expertMatmul " + ws.get(i).name, os.get(i));
+            checked("matmul " + ss.get(i).name, sos.get(i));
+        }
+    }
+
     /** Device tables of expert_gemv_x16_* parts (GemvPart, rows = rows per expert), one per set of stacks and outputs. */
     private final DeviceTables expertTables = new DeviceTables("a table of expert GEMV parts");
 
@@ -1776,15 +1856,29 @@ public final class CudaBackend implements Backend {
      * (row spans, groups, stacks), or the tensor-core groups (expertGroupMma).
      */
     void expertGemvX16(CudaBuffer x, List<CudaWeight> ws, CudaRouting r, boolean perSlot, List<CudaBuffer> outs) {
+        expertGemvX16(x, ws, r, perSlot, outs, List.of(), List.of());
+    }
+
+    /**
+     * The same with the stacks' shared-expert matrices (2-D, one each or none) as one more slot of each token: grid y
+     * rows past the routed slots, x's token row (or, per slot, its row after the slots) into sharedOuts [n, rows].
+     */
+    private void expertGemvX16(CudaBuffer x, List<CudaWeight> ws, CudaRouting r, boolean perSlot, List<CudaBuffer> outs,
+                               List<CudaWeight> shared, List<CudaBuffer> sharedOuts) {
         List<Long> key = new ArrayList<>();
         long maxRows = 0;
-        for (int i = 0; i < ws.size(); i++) {
-            key.add(ws.get(i).address);
-            key.add(outs.get(i).address);
-            maxRows = Math.max(maxRows, ws.get(i).expertRows);
+        List<CudaWeight> parts = new ArrayList<>(ws);
+        parts.addAll(shared);
+        List<CudaBuffer> partOuts = new ArrayList<>(outs);
+        partOuts.addAll(sharedOuts);
+        for (int i = 0; i < parts.size(); i++) {
+            key.add(parts.get(i).address);
+            key.add(partOuts.get(i).address);
+            maxRows = Math.max(maxRows, parts.get(i).expertRows != 0 ? parts.get(i).expertRows : parts.get(i).rows);
         }
-        long table = expertTables.get(key, () -> partWords(ws, outs, 0));   // (may upload: before the x16 copy's check)
+        long table = expertTables.get(key, () -> partWords(parts, partOuts, 0));   // (may upload: before the x16 copy's check)
         CudaWeight w0 = ws.get(0);
+        if (r.grouped && !shared.isEmpty()) throw new IllegalStateException("a grouped routing takes no shared matrices");
         if (r.grouped && groupMmaTakes(ws)) {
             expertGroupMma(x, w0, r, perSlot, table, maxRows, ws.size(), outs);
             return;
@@ -1799,10 +1893,11 @@ public final class CudaBackend implements Backend {
                     .go((rowBlocks + moeGroupSpan - 1) / moeGroupSpan, (int) KernelCatalog.moeMaxGroups((long) r.tokens * r.topK, r.numExperts),
                             ws.size(), KernelCatalog.GEMV_X16_THREADS, 0);
         } else {
+            int routed = r.tokens * r.topK;
             device.launch(shortRows ? w0.kernels.expertX16Short() : w0.kernels.expertX16()).ptr(table).i32((int) w0.cols).ptr(q).i32(perSlot ? 1 : 0)
-                    .i32(r.topK).ptr(r.ids).go(rowBlocks, r.tokens * r.topK, ws.size(), KernelCatalog.GEMV_X16_THREADS, 0);
+                    .i32(r.topK).ptr(r.ids).i32(routed).go(rowBlocks, routed + (shared.isEmpty() ? 0 : r.tokens), ws.size(), KernelCatalog.GEMV_X16_THREADS, 0);
         }
-        x16Read(x, q, outs);
+        x16Read(x, q, partOuts);
     }
 
 

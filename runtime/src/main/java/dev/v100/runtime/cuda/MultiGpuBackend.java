@@ -177,6 +177,12 @@ final class MultiGpuBackend implements Backend {
     }
 
     @Override
+    public void expertMatmulEachWithShared(Buffer x, java.util.List<Weight> experts, MoeRouting routing, java.util.List<Buffer> outs,
+                                           java.util.List<Weight> shared, java.util.List<Buffer> sharedOuts) {
+        group.post(rank, "expertMatmulEachWithShared", () -> inner.expertMatmulEachWithShared(x, experts, routing, outs, shared, sharedOuts));
+    }
+
+    @Override
     public void addMoeOutput(Buffer expertOut, MoeRouting routing, Buffer shared, Buffer gateInput, Weight sharedGate, Buffer scratch, Buffer acc) {
         group.post(rank, "addMoeOutput", () -> inner.addMoeOutput(expertOut, routing, shared, gateInput, sharedGate, scratch, acc));
     }

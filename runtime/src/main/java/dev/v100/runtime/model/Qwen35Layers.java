@@ -132,9 +132,11 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         final Buffer fUp;     // likewise
         final Buffer shared;  // [T, h] shared expert output (MoE)
         final Buffer router;  // [T, E]
-        final Buffer eGate;   // [T*topK, Ie]
-        final Buffer eUp;     // [T*topK, Ie]
-        final Buffer eDown;   // [T*topK, h]
+        final Buffer eGate;   // [T*topK, Ie], then (sharedInline) T rows of the shared expert
+        final Buffer eUp;     // likewise
+        final Buffer eDown;   // [T*topK, h], likewise
+        /** Whether the shared expert's rows follow the slots' in eGate, eUp and eDown (its width is the experts'). */
+        final boolean sharedInline;
 
         Rank(Backend b, ModelConfig c, Qwen35Family.Geometry g, int firstLayer, Layer[] layers, Rope rope, int contextTokens, int chunkTokens) {
             this.firstLayer = firstLayer;
@@ -174,12 +176,15 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
                 routing = b.allocateRouting(t, m.numExperts(), m.numExpertsPerTok());
                 shared = b.allocate(p + "moe.shared", t, h);
                 router = b.allocate(p + "moe.router", t, m.numExperts());
-                eGate = b.allocate(p + "moe.gate", t * m.numExpertsPerTok(), g.expertFfn());
-                eUp = b.allocate(p + "moe.up", t * m.numExpertsPerTok(), g.expertFfn());
-                eDown = b.allocate(p + "moe.down", t * m.numExpertsPerTok(), h);
+                sharedInline = g.sharedFfn() > 0 && g.sharedFfn() == g.expertFfn();
+                int rows = t * m.numExpertsPerTok() + (sharedInline ? t : 0);
+                eGate = b.allocate(p + "moe.gate", rows, g.expertFfn());
+                eUp = b.allocate(p + "moe.up", rows, g.expertFfn());
+                eDown = b.allocate(p + "moe.down", rows, h);
             } else {
                 routing = null;
                 shared = router = eGate = eUp = eDown = null;
+                sharedInline = false;
             }
         }
 
@@ -373,6 +378,10 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         Backend b = rs.backend;
         Trace tr = rs.trace;
         ModelConfig.Moe m = config.moe();
+        if (fuse && r.sharedInline && w.gateShexp != null) {
+            moeSharedInline(rs, r, w, n, nextNorm);
+            return;
+        }
         int slots = n * m.numExpertsPerTok();
         Buffer xn = rs.xn.rows(n), router = r.router.rows(n), proj = r.proj.rows(n);
         Buffer eg = r.eGate.rows(slots), eu = r.eUp.rows(slots), ed = r.eDown.rows(slots);
@@ -409,5 +418,28 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         if (w.sharedGate != null) b.sigmoidGateRows(xn, w.sharedGate, so);
         tr.record(SHEXP_OUT, layer, so);
         b.add(proj, so, 1f, proj);
+    }
+
+    /**
+     * moe's fused path (one rank, no trace) with the shared expert as one more slot of each token: its rows follow the
+     * routed slots' in eGate, eUp and eDown, so that the routed and shared gate and up are one expertMatmulEachWithShared,
+     * their silu one siluMul and their down projections one more (a GPU runs each as one launch), then addMoeOutput(Norm).
+     * The same products and sums as moe's own fused path, op for op on the CPU.
+     */
+    private void moeSharedInline(RankShard rs, Rank r, Moe w, int n, Weight nextNorm) {
+        Backend b = rs.backend;
+        ModelConfig.Moe m = config.moe();
+        int slots = n * m.numExpertsPerTok(), all = slots + n;
+        Buffer xn = rs.xn.rows(n), router = r.router.rows(n), proj = r.proj.rows(n);
+        b.matmul(xn, w.router, router);
+        b.route(router, m.normTopkProb(), r.routing);
+        b.expertMatmulEachWithShared(xn, List.of(w.gateExps, w.upExps), r.routing, List.of(r.eGate.rows(slots), r.eUp.rows(slots)),
+                List.of(w.gateShexp, w.upShexp), List.of(r.eGate.slice(slots, n), r.eUp.slice(slots, n)));
+        Buffer g = r.eGate.rows(all);
+        b.siluMul(g, r.eUp.rows(all), g);
+        Buffer ed = r.eDown.rows(slots), so = r.eDown.slice(slots, n);
+        b.expertMatmulEachWithShared(g, List.of(w.downExps), r.routing, List.of(ed), List.of(w.downShexp), List.of(so));
+        if (nextNorm == null) b.addMoeOutput(ed, r.routing, so, xn, w.sharedGate, proj, rs.x.rows(n));
+        else b.addMoeOutputNorm(ed, r.routing, so, xn, w.sharedGate, proj, rs.x.rows(n), nextNorm, eps, xn);
     }
 }

@@ -207,6 +207,96 @@ class CudaHybridOpsTest {
         }
     }
 
+    /**
+     * expertMatmulEachWithShared: the routed stacks and the shared expert's matrices in one expert_gemv_x16 launch (after
+     * the x16 copy's), against the CPU's two calls on the 16-bit x: gate and up on token rows (a shared matrix of other
+     * rows than the experts'), the down projection on slot rows followed by the shared rows, token counts 1 and 3, with
+     * their launch counts; and a shared matrix of another type, which takes the two calls on the GPU too (reading their
+     * rows of silu_mul's 16-bit copy).
+     */
+    @Test
+    void sharedExpertRunsAsOneMoreSlot() {
+        CpuBackend cpu = new CpuBackend(CpuBackend.Kernels.REFERENCE);
+        try (CudaBackend gpu = backend("hybrid-shared-slot")) {
+            SplittableRandom r = new SplittableRandom(39);
+            int experts = 7, topK = 3, hidden = 512, inter = 512;
+            for (String kind : new String[] {"q8_0", "q4_K", "q6_K"}) {
+                GgmlType t = GgmlType.byName(kind);
+                String otherKind = kind.equals("q8_0") ? "q4_K" : "q8_0";
+                for (boolean sameType : new boolean[] {true, false}) {
+                    GgmlType st = sameType ? t : GgmlType.byName(otherKind);
+                    int sharedRows = sameType ? 320 : inter;
+                    Weight[] gate = stack(cpu, gpu, "blk.0.ffn_gate_exps.weight", t, experts, inter, hidden, r);
+                    Weight[] up = stack(cpu, gpu, "blk.0.ffn_up_exps.weight", t, experts, inter, hidden, r);
+                    Weight[] down = stack(cpu, gpu, "blk.0.ffn_down_exps.weight", t, experts, hidden, inter, r);
+                    Weight[] sGate = stack(cpu, gpu, "blk.0.ffn_gate_shexp.weight", st, 0, sharedRows, hidden, r);
+                    Weight[] sUp = stack(cpu, gpu, "blk.0.ffn_up_shexp.weight", st, 0, sharedRows, hidden, r);
+                    Weight[] sDown = stack(cpu, gpu, "blk.0.ffn_down_shexp.weight", st, 0, hidden, inter, r);
+                    for (int n : new int[] {1, 3}) {
+                        int slots = n * topK;
+                        String what = kind + (sameType ? "" : " with a " + otherKind + " shared expert") + ", n " + n;
+                        MoeRouting cr = cpu.allocateRouting(n, experts, topK), gr = gpu.allocateRouting(n, experts, topK);
+                        float[] logits = halves(r, n * experts, 2);
+                        cpu.route(put(cpu, logits, n, experts), true, cr);
+                        gpu.route(put(gpu, logits, n, experts), true, gr);
+                        // gate and up on the token rows
+                        float[] x = halves(r, n * hidden, 1);
+                        Buffer cg = cpu.allocate("g", slots, inter), cu = cpu.allocate("u", slots, inter);
+                        Buffer csg = cpu.allocate("sg", n, sharedRows), csu = cpu.allocate("su", n, sharedRows);
+                        cpu.expertMatmulEachWithShared(put(cpu, CudaMatmulTest.x16Rounded(x), n, hidden), java.util.List.of(gate[0], up[0]), cr,
+                                java.util.List.of(cg, cu), java.util.List.of(sGate[0], sUp[0]), java.util.List.of(csg, csu));
+                        Buffer gx = put(gpu, x, n, hidden);
+                        Buffer gg = gpu.allocate("g", slots, inter), gu = gpu.allocate("u", slots, inter);
+                        Buffer gsg = gpu.allocate("sg", n, sharedRows), gsu = gpu.allocate("su", n, sharedRows);
+                        // twice: the second finds the part table and x's 16-bit copy the first made
+                        long launches = 0;
+                        for (int call = 0; call < 2; call++) {
+                            long before = gpu.device.issued();
+                            gpu.expertMatmulEachWithShared(gx, java.util.List.of(gate[1], up[1]), gr, java.util.List.of(gg, gu),
+                                    java.util.List.of(sGate[1], sUp[1]), java.util.List.of(gsg, gsu));
+                            launches = gpu.device.issued() - before;
+                        }
+                        if (sameType) assertEquals(1, launches, what + ": one expert_gemv_x16 for gate, up and the shared pair");
+                        else if (n == 1) assertEquals(2, launches, what + ": the two calls (the routed stacks' launch and the shared pair's)");
+                        near(gpu.read(gg), cpu.read(cg), EXPERT_NMSE, what + ": gate");
+                        near(gpu.read(gu), cpu.read(cu), EXPERT_NMSE, what + ": up");
+                        // (the fallback's token rows past one: the shared pair's batch GEMV, on the tensor cores for Q4_K, rounds x to fp16)
+                        double sharedLimit = sameType || n == 1 ? EXPERT_NMSE : 1e-6;
+                        near(gpu.read(gsg), cpu.read(csg), sharedLimit, what + ": shared gate");
+                        near(gpu.read(gsu), cpu.read(csu), sharedLimit, what + ": shared up");
+                        // the down projection on the slot rows followed by the shared rows, silu_mul's output as in the model (its
+                        // 16-bit copy written with it, for all rows; the fallback's two calls read their rows of it)
+                        int all = slots + n;
+                        Buffer ga = put(gpu, halves(r, all * inter, 1), all, inter), gb = put(gpu, halves(r, all * inter, 1), all, inter);
+                        Buffer gh = gpu.allocate("h", all, inter), gd = gpu.allocate("d", slots, hidden), gsd = gpu.allocate("sd", n, hidden);
+                        for (int call = 0; call < 2; call++) {   // the second: its part tables made
+                            gpu.siluMul(ga, gb, gh);
+                            long before = gpu.device.issued();
+                            gpu.expertMatmulEachWithShared(gh, java.util.List.of(down[1]), gr, java.util.List.of(gd), java.util.List.of(sDown[1]),
+                                    java.util.List.of(gsd));
+                            launches = gpu.device.issued() - before;
+                        }
+                        // (the fallback's token rows past one run the shared matrix on the tensor cores, with a prep launch of their own)
+                        if (sameType || n == 1) assertEquals(sameType ? 1 : 2, launches, what + ": down (no gemv_x16_quantize)");
+                        Buffer cd = cpu.allocate("d", slots, hidden), csd = cpu.allocate("sd", n, hidden);
+                        cpu.expertMatmulEachWithShared(put(cpu, CudaMatmulTest.x16Rounded(gpu.read(gh)), all, inter), java.util.List.of(down[0]), cr,
+                                java.util.List.of(cd), java.util.List.of(sDown[0]), java.util.List.of(csd));
+                        near(gpu.read(gd), cpu.read(cd), EXPERT_NMSE, what + ": down");
+                        near(gpu.read(gsd), cpu.read(csd), sharedLimit, what + ": shared down");
+                    }
+                }
+            }
+        }
+    }
+
+    /** A stack of experts (experts > 0: [experts, rows, cols]) or a 2-D matrix (experts 0) on the CPU [0] and the GPU [1]. */
+    private static Weight[] stack(CpuBackend cpu, CudaBackend gpu, String name, GgmlType t, int experts, int rows, int cols, SplittableRandom r) {
+        long all = (long) Math.max(1, experts) * rows;
+        StoredMatrix m = RandomBlocks.matrix(name, t, all, cols, 0.05, r);
+        long[] shape = experts > 0 ? new long[] {experts, rows, cols} : new long[] {rows, cols};
+        return new Weight[] {cpu.weight(name, t, shape, m.data()), gpu.weight(name, t, shape, m.data())};
+    }
+
     /** x as the GPU's expert matmul of w sees it: rounded to 16 bits per 32-element unit where it runs expert_gemv_x16_*. */
     static float[] x16Input(Weight w, float[] x) {
         CudaWeight cw = (CudaWeight) w;
