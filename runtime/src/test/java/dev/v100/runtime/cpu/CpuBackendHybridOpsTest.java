@@ -160,5 +160,20 @@ class CpuBackendHybridOpsTest {
         assertArrayEquals(new float[] {3.5f, 7, 32.5f, 65}, b.read(out), 1e-4f);
         assertThrows(BackendException.class, () -> b.matmul(x, exps, buf(b, 2, 6)), "a 3-D weight is for expertMatmul only");
         assertThrows(BackendException.class, () -> b.expertMatmul(buf(b, 3, 2), exps, r, perSlot), "3 rows are neither tokens nor slots");
+
+        // the shared expert as one more slot of each token: its rows after the slots' (the down projection), or x's token rows
+        Weight sharedW = f32(b, "shexp", new float[] {0, 1, 1, 0}, 2, 2);   // swaps the two columns
+        Buffer slots = buf(b, 4, 2), shared = buf(b, 2, 2);
+        b.expertMatmulEachWithShared(x, java.util.List.of(exps), r, java.util.List.of(slots), java.util.List.of(sharedW), java.util.List.of(shared));
+        assertArrayEquals(b.read(perSlot), b.read(slots), "token rows: the routed slots as expertMatmul makes them");
+        assertArrayEquals(new float[] {2, 1, 20, 10}, b.read(shared), 1e-6f, "token rows: x[t] times the shared matrix");
+        Buffer rows = buf(b, 6, 2, 3, 6, 1, 2, 20, 40, 30, 60, 5, 7, 8, 9);   // the 4 slot rows, then one shared row a token
+        Buffer d = buf(b, 4, 2), sd = buf(b, 2, 2);
+        b.expertMatmulEachWithShared(rows, java.util.List.of(exps), r, java.util.List.of(d), java.util.List.of(sharedW), java.util.List.of(sd));
+        assertArrayEquals(b.read(down), b.read(d), "slot rows: the routed slots as expertMatmul makes them");
+        assertArrayEquals(new float[] {7, 5, 9, 8}, b.read(sd), 1e-6f, "the shared rows after the slots");
+        BackendException e = assertThrows(BackendException.class, () -> b.expertMatmulEachWithShared(buf(b, 5, 2), java.util.List.of(exps), r,
+                java.util.List.of(d), java.util.List.of(sharedW), java.util.List.of(sd)));
+        assertTrue(e.getMessage().contains("neither 2 token rows nor 4 slot rows and 2 shared rows"), e.getMessage());
     }
 }
