@@ -268,6 +268,14 @@ public interface Backend extends AutoCloseable {
     /** out = silu(gate) * up, elementwise; out may be gate. */
     void siluMul(Buffer gate, Buffer up, Buffer out);
 
+    /**
+     * siluMul of a MoE layer's expert slots (and shared-expert rows), whose expert matmul follows: a backend may also
+     * leave the copy of out that matmul reads (the GPU's 16-bit rows) however many rows there are. The same values.
+     */
+    default void siluMulSlots(Buffer gate, Buffer up, Buffer out) {
+        siluMul(gate, up, out);
+    }
+
     /** out = a + bScale * b, elementwise (residual adds; granite's residual multiplier); out may be a. */
     void add(Buffer a, Buffer b, float bScale, Buffer out);
 

@@ -805,8 +805,8 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * As above for an op that writes the 16-bit rows of up to maxRows rows (decode batches: GEMV_MAX_TOKENS; silu_mul
-     * also a decode step's or batch's expert slots: SLOT_X16_ELEMS).
+     * As above for an op that writes the 16-bit rows of up to maxRows rows (decode batches: GEMV_MAX_TOKENS; siluMulSlots:
+     * any, up to SLOT_X16_ELEMS elements).
      */
     private long x16Target(CudaBuffer out, int maxRows) {
         if (!anyX16 || out.rows < 1 || out.rows > maxRows || out.cols % 32 != 0) return 0;
@@ -859,9 +859,9 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * Elements up to which silu_mul writes its output's 16-bit copy past GEMV_MAX_TOKENS rows: the expert slots and
-     * shared-expert rows of a decode step or small batch (8 tokens x (8 + 1) slots x 512 columns: 36864), which the
-     * expert GEMVs then read without a gemv_x16_quantize launch; not a prefill chunk's FFN, which no GEMV reads in 16 bits.
+     * Elements up to which siluMulSlots writes its output's 16-bit copy past GEMV_MAX_TOKENS rows: the expert slots and
+     * shared-expert rows of a decode step or batch (8 tokens x (8 + 1) slots x 512 columns: 36864), which the expert
+     * GEMVs then read without a gemv_x16_quantize launch.
      */
     static final long SLOT_X16_ELEMS = 65536;
 
@@ -1253,13 +1253,24 @@ public final class CudaBackend implements Backend {
 
     @Override
     public void siluMul(Buffer gate, Buffer up, Buffer out) {
+        siluMul(gate, up, out, KernelCatalog.GEMV_MAX_TOKENS);
+    }
+
+    /** siluMul, its 16-bit copy written up to SLOT_X16_ELEMS elements whatever the rows (the expert GEMVs read it). */
+    @Override
+    public void siluMulSlots(Buffer gate, Buffer up, Buffer out) {
+        siluMul(gate, up, out, buf(out).elems() <= SLOT_X16_ELEMS ? Integer.MAX_VALUE : KernelCatalog.GEMV_MAX_TOKENS);
+    }
+
+    /** silu_mul, writing out's 16-bit copy too where it has at most x16Rows rows (x16Target). */
+    private void siluMul(Buffer gate, Buffer up, Buffer out, int x16Rows) {
         CudaBuffer g = buf(gate), u = buf(up), o = buf(out);
         sameShape(g, u);
         sameShape(g, o);
         device.bind();
         long n = g.elems();
         if (n == 0) return;
-        long x16 = o.rows <= KernelCatalog.GEMV_MAX_TOKENS || n <= SLOT_X16_ELEMS ? x16Target(o, o.rows) : 0;
+        long x16 = x16Target(o, x16Rows);
         device.launch(kSiluMul).ptr(g.address).ptr(u.address).ptr(o.address).i64(n).ptr(x16).i32(o.cols).go(blocks(n), 1, 1, EW, 0);
         if (x16 != 0) x16Made(o, x16);
         checked("siluMul", o);
@@ -1800,8 +1811,9 @@ public final class CudaBackend implements Backend {
 
     /**
      * One expert_gemv_x16_* launch for the routed stacks and the shared expert's matrices (grid y: the slots, then one
-     * row a token) where they share an x16 type and width and the routing is not grouped (a decode step or batch);
-     * else the default's two calls.
+     * row a token) where they share an x16 type and width and there are at most GEMV_MAX_TOKENS tokens (a decode step or
+     * batch, a chunk's last few tokens: the shared matrices' x then rounded to 16 bits as a dense GEMV of those rows
+     * rounds it); else the default's two calls.
      */
     @Override
     public void expertMatmulEachWithShared(Buffer x, List<Weight> experts, MoeRouting routing, List<Buffer> outs, List<Weight> shared,
@@ -1810,7 +1822,10 @@ public final class CudaBackend implements Backend {
         CudaRouting r = routing(routing);
         int n = r.tokens, slots = n * r.topK;
         boolean slotRows = xb.rows == slots + n;
-        if (n == 0 || r.grouped || (!slotRows && xb.rows != n) || experts.size() != outs.size() || shared.size() != experts.size()
+        // (more tokens: the shared matrices' own batch GEMM reads them once, not once a token; and a part table per
+        // token count stays a few per layer)
+        if (n == 0 || n > KernelCatalog.GEMV_MAX_TOKENS || r.grouped || (!slotRows && xb.rows != n) || experts.size() != outs.size()
+                || shared.size() != experts.size()
                 || sharedOuts.size() != shared.size()) {
             Backend.super.expertMatmulEachWithShared(x, experts, routing, outs, shared, sharedOuts);
             return;

@@ -227,6 +227,11 @@ final class MultiGpuBackend implements Backend {
     }
 
     @Override
+    public void siluMulSlots(Buffer gate, Buffer up, Buffer out) {
+        group.post(rank, "siluMulSlots", () -> inner.siluMulSlots(gate, up, out));
+    }
+
+    @Override
     public void add(Buffer a, Buffer b, float bScale, Buffer out) {
         group.post(rank, "add", () -> inner.add(a, b, bScale, out));
     }

@@ -394,7 +394,7 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         b.expertMatmulEach(xn, List.of(w.gateExps, w.upExps), r.routing, List.of(eg, eu));
         tr.record(MOE_GATE, layer, eg);
         tr.record(MOE_UP, layer, eu);
-        b.siluMul(eg, eu, eg);
+        b.siluMulSlots(eg, eu, eg);
         tr.record(MOE_ACT, layer, eg);
         b.expertMatmul(eg, w.downExps, r.routing, ed);
         tr.record(MOE_DOWN, layer, ed);
@@ -436,7 +436,7 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         b.expertMatmulEachWithShared(xn, List.of(w.gateExps, w.upExps), r.routing, List.of(r.eGate.rows(slots), r.eUp.rows(slots)),
                 List.of(w.gateShexp, w.upShexp), List.of(r.eGate.slice(slots, n), r.eUp.slice(slots, n)));
         Buffer g = r.eGate.rows(all);
-        b.siluMul(g, r.eUp.rows(all), g);
+        b.siluMulSlots(g, r.eUp.rows(all), g);
         Buffer ed = r.eDown.rows(slots), so = r.eDown.slice(slots, n);
         b.expertMatmulEachWithShared(g, List.of(w.downExps), r.routing, List.of(ed), List.of(w.downShexp), List.of(so));
         if (nextNorm == null) b.addMoeOutput(ed, r.routing, so, xn, w.sharedGate, proj, rs.x.rows(n));

@@ -212,7 +212,7 @@ class CudaHybridOpsTest {
      * the x16 copy's), against the CPU's two calls on the 16-bit x: gate and up on token rows (a shared matrix of other
      * rows than the experts'), the down projection on slot rows followed by the shared rows, token counts 1 and 3, with
      * their launch counts; and a shared matrix of another type, which takes the two calls on the GPU too (reading their
-     * rows of silu_mul's 16-bit copy).
+     * rows of siluMulSlots' 16-bit copy).
      */
     @Test
     void sharedExpertRunsAsOneMoreSlot() {
@@ -264,13 +264,13 @@ class CudaHybridOpsTest {
                         double sharedLimit = sameType || n == 1 ? EXPERT_NMSE : 1e-6;
                         near(gpu.read(gsg), cpu.read(csg), sharedLimit, what + ": shared gate");
                         near(gpu.read(gsu), cpu.read(csu), sharedLimit, what + ": shared up");
-                        // the down projection on the slot rows followed by the shared rows, silu_mul's output as in the model (its
-                        // 16-bit copy written with it, for all rows; the fallback's two calls read their rows of it)
+                        // the down projection on the slot rows followed by the shared rows, siluMulSlots' output as in the model
+                        // (its 16-bit copy written with it, for all rows; the fallback's two calls read their rows of it)
                         int all = slots + n;
                         Buffer ga = put(gpu, halves(r, all * inter, 1), all, inter), gb = put(gpu, halves(r, all * inter, 1), all, inter);
                         Buffer gh = gpu.allocate("h", all, inter), gd = gpu.allocate("d", slots, hidden), gsd = gpu.allocate("sd", n, hidden);
                         for (int call = 0; call < 2; call++) {   // the second: its part tables made
-                            gpu.siluMul(ga, gb, gh);
+                            gpu.siluMulSlots(ga, gb, gh);
                             long before = gpu.device.issued();
                             gpu.expertMatmulEachWithShared(gh, java.util.List.of(down[1]), gr, java.util.List.of(gd), java.util.List.of(sDown[1]),
                                     java.util.List.of(gsd));
