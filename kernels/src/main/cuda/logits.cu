@@ -39,6 +39,28 @@ __device__ __forceinline__ void argmax_block(float& bv, int& bi, bool& bad, floa
     bad = sbad[0];
 }
 
+// A thread's largest of p[i], i = i0, i0 + stride, ... < end, into (bv, bi) (its indices rise: the first largest is kept),
+// and whether any is not finite into bad: ARGMAX_BATCH loads issued before their compares (a load at a time waits out a
+// round trip per element).
+__device__ __forceinline__ void scan_max(const float* p, int i0, int end, int stride, float& bv, int& bi, bool& bad) {
+    for (; i0 < end; i0 += ARGMAX_BATCH * stride) {
+        float v[ARGMAX_BATCH];
+#pragma unroll
+        for (int k = 0; k < ARGMAX_BATCH; k++) {
+            int i = i0 + k * stride;
+            v[k] = i < end ? __ldg(p + i) : 0.f;
+        }
+#pragma unroll
+        for (int k = 0; k < ARGMAX_BATCH; k++) {
+            int i = i0 + k * stride;
+            if (i < end) {
+                bad |= !isfinite(v[k]);
+                if (v[k] > bv) { bv = v[k]; bi = i; }
+            }
+        }
+    }
+}
+
 extern "C" __global__ void argmax_rows(const float* __restrict__ x, int cols, int chunk, float* partV, int* partI, unsigned* done, int* out) {
     __shared__ float sv[32];
     __shared__ int si[32], sbad[32];
@@ -49,23 +71,7 @@ extern "C" __global__ void argmax_rows(const float* __restrict__ x, int cols, in
     float bv = -INFINITY;
     int bi = 0x7fffffff;
     bool bad = false;
-    // ARGMAX_BATCH columns' loads issued before their compares (a load at a time waits out a round trip per column)
-    for (int i0 = c0 + threadIdx.x; i0 < c1; i0 += ARGMAX_BATCH * blockDim.x) {
-        float v[ARGMAX_BATCH];
-#pragma unroll
-        for (int k = 0; k < ARGMAX_BATCH; k++) {
-            int i = i0 + k * blockDim.x;
-            v[k] = i < c1 ? __ldg(row + i) : 0.f;
-        }
-#pragma unroll
-        for (int k = 0; k < ARGMAX_BATCH; k++) {
-            int i = i0 + k * blockDim.x;
-            if (i < c1) {
-                bad |= !isfinite(v[k]);
-                if (v[k] > bv) { bv = v[k]; bi = i; }   // a thread's indices rise: its first largest is kept
-            }
-        }
-    }
+    scan_max(row, c0 + threadIdx.x, c1, blockDim.x, bv, bi, bad);
     argmax_block(bv, bi, bad, sv, si, sbad);
     i64 part = (i64) r * parts + p;
     if (threadIdx.x == 0) {
@@ -301,22 +307,7 @@ extern "C" __global__ void __launch_bounds__(TOP_THREADS) logits_top_rows(const 
     float mx = -INFINITY;
     int mi = 0;
     bool bad = false;
-    for (int i0 = tid; i0 < n; i0 += ARGMAX_BATCH * TOP_THREADS) {   // as argmax_rows: the loads first
-        float v[ARGMAX_BATCH];
-#pragma unroll
-        for (int k = 0; k < ARGMAX_BATCH; k++) {
-            int i = i0 + k * TOP_THREADS;
-            v[k] = i < n ? __ldg(row + c0 + i) : 0.f;
-        }
-#pragma unroll
-        for (int k = 0; k < ARGMAX_BATCH; k++) {
-            int i = i0 + k * TOP_THREADS;
-            if (i < n) {
-                bad |= !isfinite(v[k]);
-                if (v[k] > mx) { mx = v[k]; mi = i; }
-            }
-        }
-    }
+    scan_max(row + c0, tid, n, TOP_THREADS, mx, mi, bad);
     argmax_block(mx, mi, bad, sv, si, sbad);
     if (bad) {
         if (tid == 0) mine[0] = -1;
