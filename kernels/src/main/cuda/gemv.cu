@@ -24,6 +24,7 @@
 // gemv_ref_<t>, the reference twin (and the path for weights the fast one does not take): one warp per
 // output row, its lanes walking the row's units straight from global memory. Tests compare the two.
 #include "quant.cuh"
+#include "route.cuh"
 
 #define GEMV_MAX_N 8
 #define GEMV_THREADS 128
@@ -1049,6 +1050,17 @@ __device__ __forceinline__ void gemv_small_impl(const WView& w, const float* x, 
         }
 }
 
+// x's unit u of token row t as the reference twin reads it (zeros past K)
+__device__ __forceinline__ void ref_x32(const float* x, int K, int t, int u, bool vec, float* xv) {
+    const float* xp = x + (i64) t * K + 32 * u;
+    if (vec) {
+        load32f(xp, xv);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 32; i++) xv[i] = 32 * u + i < K ? xp[i] : 0.f;
+    }
+}
+
 template <int T>
 __device__ __forceinline__ void gemv_ref_impl(const WView& w, const float* x, int n, float* y, int rows) {
     int lane = threadIdx.x & 31;
@@ -1065,13 +1077,7 @@ __device__ __forceinline__ void gemv_ref_impl(const WView& w, const float* x, in
 #pragma unroll
         for (int t = 0; t < GEMV_MAX_N; t++) {
             if (t < n) {
-                const float* xp = x + (i64) t * K + 32 * u;
-                if (vec) {
-                    load32f(xp, xv);
-                } else {
-#pragma unroll
-                    for (int i = 0; i < 32; i++) xv[i] = 32 * u + i < K ? xp[i] : 0.f;
-                }
+                ref_x32(x, K, t, u, vec, xv);
                 float s = 0.f;
 #pragma unroll
                 for (int i = 0; i < 32; i++) s += v[i] * xv[i];
@@ -1086,6 +1092,59 @@ __device__ __forceinline__ void gemv_ref_impl(const WView& w, const float* x, in
             if (lane == 0) y[(i64) t * rows + r] = s;
         }
     }
+}
+
+// Row r of an F32 matrix times one token row x: gemv_ref_f32's sum in its order (per lane: unit u's sum of 32 products,
+// units ascending; then the warp sum) with two units a lane loaded before either is summed, so that a row of up to 64
+// units is one round trip to memory (gemv_ref_impl's loop takes one a unit a lane).
+__device__ __forceinline__ float router_row_f32(const WView& w, const float* x, i64 r, int lane) {
+    int K = w.cols, units = (K + 31) >> 5;
+    bool vec = (K & 31) == 0;
+    float acc = 0.f;
+#pragma unroll 1
+    for (int u0 = lane; u0 < units; u0 += 64) {
+        bool two = u0 + 32 < units;
+        float v0[32], v1[32], x0[32], x1[32];
+        decode32<WT_F32>(w, r, u0, v0);
+        ref_x32(x, K, 0, u0, vec, x0);
+        if (two) {
+            decode32<WT_F32>(w, r, u0 + 32, v1);
+            ref_x32(x, K, 0, u0 + 32, vec, x1);
+        }
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < 32; i++) s += v0[i] * x0[i];
+        acc += s;
+        if (two) {
+            s = 0.f;
+#pragma unroll
+            for (int i = 0; i < 32; i++) s += v1[i] * x1[i];
+            acc += s;
+        }
+    }
+    return warp_sum(acc);
+}
+
+// A decode row's MoE router logits and their routing in one launch: a block (one warp) a logit, gemv_ref_f32's sums,
+// then the last block to finish (a ticket from done, zero before the launch and zero again after it) routes the token
+// (route.cuh's route_fast: experts = rows <= 32 * ROUTE_FAST_PER_LANE and topK <= 32, the launcher checks). Bit for bit
+// gemv_ref_f32 then moe_route, one launch fewer a MoE layer. (Several token rows take the two launches: a token loop here,
+// each token's loads after the previous one's sums, was twice their time at 8 rows.)
+extern "C" __global__ void moe_router_route_f32(WEIGHT_PARAMS, const float* x, float* y, int rows, int topK, int normalize, int* ids,
+                                                float* weights, unsigned* done) {
+    __shared__ unsigned ticket;
+    int lane = threadIdx.x & 31;
+    float s = router_row_f32(WEIGHT_VIEW, x, blockIdx.x, lane);
+    if (lane == 0) y[blockIdx.x] = s;
+    // the last block to finish routes: every block's logit is visible to it
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) ticket = atomicAdd(done, 1u);
+    __syncthreads();
+    if (ticket != gridDim.x - 1) return;
+    __threadfence();
+    route_fast<true>(y, rows, topK, normalize, lane, ids, weights);
+    if (threadIdx.x == 0) *done = 0u;   // ready for the next launch
 }
 
 // float-x types (GemvPlan staged or direct): gemv_ (n = 1), gemv8_ (n <= 8) and the reference twin gemv_ref_

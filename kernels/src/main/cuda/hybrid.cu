@@ -4,6 +4,7 @@
 // rounds to fp16: the GDN amplifies such rounding (exp of the decay, l2norm and the gated RMSNorm of heads
 // whose values nearly cancel), and MoE top-k turns it into a different expert choice.
 #include "common.cuh"
+#include "route.cuh"
 
 #define FOR_EACH(i, n) for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64) gridDim.x * blockDim.x)
 #define CONV_MAX_KERNEL 8
@@ -297,7 +298,7 @@ __device__ __forceinline__ void delta_rule(const float* q, const float* k, const
 #pragma unroll
         for (int r = 0; r < ROWS; r++) {
             int i = warp + WARPS * r;
-            if (i < dk) {
+            if i < dk {
                 s[r] *= e;
                 kv += s[r] * ks[i];
             }
@@ -312,7 +313,7 @@ __device__ __forceinline__ void delta_rule(const float* q, const float* k, const
 #pragma unroll
         for (int r = 0; r < ROWS; r++) {
             int i = warp + WARPS * r;
-            if (i < dk) {
+            if i < dk {
                 s[r] += ks[i] * delta;
                 o += s[r] * qs[i];
             }
@@ -615,79 +616,6 @@ extern "C" __global__ void __launch_bounds__(GDN_SCAN_THREADS, 2) gdn_chunk_scan
 // warp-wide argmax rounds, divided by their sum when normalize. experts <= 32 * ROUTE_PER_LANE (the
 // launcher checks).
 #define ROUTE_PER_LANE 32
-// Up to ROUTE_FAST_PER_LANE experts a lane (256 experts) and topK <= 32 (moe_route's common case): the same picks and
-// sums with fewer instructions one after another (the general loop below spends ~2000 a token on its unrolled
-// breaks and per-round compares over every expert). Each candidate is one 64-bit key, the probability's bits (a
-// non-negative float orders as its bits) over the complement of its id (equal probabilities: the lower id is
-// larger); no expert, a taken one or a NaN is key 0. A lane sorts its keys once (descending; 19 compare-exchanges);
-// a round is then a warp max of the lanes' first keys, the winning lane dropping its first.
-#define ROUTE_FAST_PER_LANE 8
-__device__ __forceinline__ void route_cas(unsigned long long& a, unsigned long long& b) {   // a >= b after
-    unsigned long long hi = a > b ? a : b, lo = a > b ? b : a;
-    a = hi;
-    b = lo;
-}
-__device__ __forceinline__ unsigned long long shfl_xor_u64(unsigned long long v, int o) {
-    unsigned lo = __shfl_xor_sync(0xffffffffu, (unsigned) v, o), hi = __shfl_xor_sync(0xffffffffu, (unsigned) (v >> 32), o);
-    return ((unsigned long long) hi << 32) | lo;
-}
-__device__ __forceinline__ void route_fast(const float* l, int experts, int topK, int normalize, int lane, int* ids, float* weights) {
-    constexpr int K = ROUTE_FAST_PER_LANE;
-    float p[K];
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        int e = lane + 32 * k;
-        p[k] = e < experts ? __ldg(l + e) : -INFINITY;
-    }
-    float mx = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < K; k++) mx = fmaxf(mx, p[k]);
-    mx = warp_max(mx);
-    float sum = 0.f;
-    unsigned long long key[K];
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        int e = lane + 32 * k;
-        if (e < experts) {
-            p[k] = expf(p[k] - mx);
-            sum += p[k];
-        }
-        key[k] = e < experts && p[k] >= 0.f ? ((unsigned long long) __float_as_uint(p[k]) << 32) | (unsigned) ~e : 0ull;
-    }
-    sum = warp_sum(sum);
-    // Batcher's odd-even merge sort of 8
-    route_cas(key[0], key[1]); route_cas(key[2], key[3]); route_cas(key[4], key[5]); route_cas(key[6], key[7]);
-    route_cas(key[0], key[2]); route_cas(key[1], key[3]); route_cas(key[4], key[6]); route_cas(key[5], key[7]);
-    route_cas(key[1], key[2]); route_cas(key[5], key[6]);
-    route_cas(key[0], key[4]); route_cas(key[1], key[5]); route_cas(key[2], key[6]); route_cas(key[3], key[7]);
-    route_cas(key[2], key[4]); route_cas(key[3], key[5]);
-    route_cas(key[1], key[2]); route_cas(key[3], key[4]); route_cas(key[5], key[6]);
-    float kept = 0.f;
-    int myId = 0;   // lane s keeps round s's pick
-    float myW = 0.f;
-    for (int s = 0; s < topK; s++) {
-        unsigned long long b = key[0];
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            unsigned long long ob = shfl_xor_u64(b, o);
-            b = ob > b ? ob : b;
-        }
-        if (key[0] == b) {   // the winner's lane (keys are distinct but for 0, which wins only when nothing is left)
-#pragma unroll
-            for (int k = 0; k < K - 1; k++) key[k] = key[k + 1];
-            key[K - 1] = 0ull;
-        }
-        int be = b ? (int) ~(unsigned) b : 0;   // nothing left (NaN logits): a valid id, weight 0
-        float bp = b ? __uint_as_float((unsigned) (b >> 32)) : 0.f;
-        if (lane == s) { myId = be; myW = bp / sum; }
-        kept += bp / sum;
-    }
-    if (lane < topK) {
-        ids[lane] = myId;
-        weights[lane] = normalize ? myW / kept : myW;
-    }
-}
-
 extern "C" __global__ void moe_route(const float* logits, int n, int experts, int topK, int normalize, int* ids, float* weights) {
     int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (t >= n) return;
@@ -852,25 +780,29 @@ extern "C" __global__ void __launch_bounds__(1024) moe_output_norm(const float* 
     // warps fit the block): its elements j, j + gateThreads, ... loaded now too, summed in the same order below
     bool gatePre = pre && gate && gateThreads <= (int) blockDim.x && h <= MOE_GATE_PRE * gateThreads;
     float gv[MOE_GATE_PRE], xv[MOE_GATE_PRE];
+    // (addresses as a base and 32-bit offsets: the i64 index arithmetic per load was ~6 instructions of each warp's
+    // ~870 in a kernel that issues from a single SM)
     if (gatePre) {
         int j = threadIdx.x;
+        const float *xp = gateIn + t * h + j, *gp = gate + j;
 #pragma unroll
         for (int k = 0; k < MOE_GATE_PRE; k++) {
-            int i = j + k * gateThreads;
-            bool on = j < gateThreads && i < h;
-            xv[k] = on ? gateIn[t * h + i] : 0.f;
-            gv[k] = on ? gate[i] : 0.f;
+            bool on = j < gateThreads && j + k * gateThreads < h;
+            xv[k] = on ? xp[k * gateThreads] : 0.f;
+            gv[k] = on ? gp[k * gateThreads] : 0.f;
         }
     }
     if (pre) {
+        const float* wp = weights + t * topK;
 #pragma unroll
-        for (int k = 0; k < 8; k++) wv[k] = k < topK ? weights[t * topK + k] : 0.f;
+        for (int k = 0; k < 8; k++) wv[k] = k < topK ? wp[k] : 0.f;
 #pragma unroll
         for (int m = 0; m < MOE_NORM_PRE; m++) {
             int c = threadIdx.x + m * blockDim.x;
             bool on = c < cols;
+            const float* ep = expertOut + t * topK * cols + c;
 #pragma unroll
-            for (int k = 0; k < 8; k++) ev[m][k] = on && k < topK ? expertOut[(t * topK + k) * cols + c] : 0.f;
+            for (int k = 0; k < 8; k++) ev[m][k] = on && k < topK ? ep[k * cols] : 0.f;
             sv[m] = on && shared ? shared[t * cols + c] : 0.f;
             av[m] = on ? a[c] : 0.f;
             nw[m] = on ? w[c] : 0.f;

@@ -120,6 +120,11 @@ public final class KernelCatalog {
     public static final int ROUTE_THREADS = 128;
     public static final int ROUTE_MAX_EXPERTS = 1024;
     /**
+     * moe_router_route_f32 (gemv.cu: a decode row's F32 router logits and their routing in one launch) takes routings of
+     * at most this many experts and top-k (route.cuh's route_fast: ROUTE_FAST_PER_LANE a lane).
+     */
+    public static final int ROUTE_FAST_MAX_EXPERTS = 256, ROUTE_FAST_MAX_TOPK = 32;
+    /**
      * gdn_inputs of one sequence's chunk of more rows than this runs them in segments of this many rows (a block per
      * channel group and segment, their conv windows from gdn_halo) rather than one walk over every row a block.
      */
@@ -259,6 +264,7 @@ public final class KernelCatalog {
             }
         }
         add("gemv", "moe_group", MOE_GROUP_THREADS, 0);
+        add("gemv", "moe_router_route_f32", 32, 0);
         add("gemv", "expert_group_prep", EXPERT_GROUP_PREP_THREADS, 0);
         for (String t : allWeightSuffixes()) if (expertGroupMma(t)) add("gemv", "expert_group_mma_" + t, 32 * GEMV_MMA_WARPS, 0);
         for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates",

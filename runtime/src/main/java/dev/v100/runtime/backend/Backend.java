@@ -411,6 +411,16 @@ public interface Backend extends AutoCloseable {
     void route(Buffer routerLogits, boolean normalizeTopK, MoeRouting routing);
 
     /**
+     * A MoE router's logits and their routing: {@code matmul(x, router, routerLogits)} then {@code route(routerLogits,
+     * normalizeTopK, routing)}, both results as those two calls leave them. One op where a backend runs the two as one
+     * launch (the default: the two calls).
+     */
+    default void matmulRoute(Buffer x, Weight router, Buffer routerLogits, boolean normalizeTopK, MoeRouting routing) {
+        matmul(x, router, routerLogits);
+        route(routerLogits, normalizeTopK, routing);
+    }
+
+    /**
      * One matmul per routed (token, slot) with the selected expert only: for t &lt; n = routing.tokens(),
      * s &lt; topK and e the expert of slot (t, s), {@code out[t*topK + s] = xRow @ experts[e]^T}, where
      * xRow is x[t] when x.rows == n (token rows, for the gate and up projections) and x[t*topK + s] when

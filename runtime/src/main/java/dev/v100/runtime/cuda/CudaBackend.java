@@ -83,7 +83,7 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnDecodeRows, kQkPrep, kMoeOutputNorm,
-            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kDeltaStep, kChunkPrep, kChunkScan, kRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnInputs, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep, kF16Rows, kF16RowsMulti;
+            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kDeltaStep, kChunkPrep, kChunkScan, kRoute, kRouterRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnInputs, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep, kF16Rows, kF16RowsMulti;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -174,6 +174,7 @@ public final class CudaBackend implements Backend {
         kChunkPrep = device.kernel("gdn_chunk_prep");
         kChunkScan = device.kernel("gdn_chunk_scan");
         kRoute = device.kernel("moe_route");
+        kRouterRoute = device.kernel("moe_router_route_f32");
         kMoeGroup = device.kernel("moe_group");
         kGroupPrep = device.kernel("expert_group_prep");
         kCombine = device.kernel("moe_combine");
@@ -1746,17 +1747,54 @@ public final class CudaBackend implements Backend {
             long before = device.issued();
             device.launch(kRoute).ptr(lb.address).i32(lb.rows).i32(lb.cols).i32(r.topK).i32(normalizeTopK ? 1 : 0).ptr(r.ids).ptr(r.weights)
                     .go((lb.rows + warps - 1) / warps, 1, 1, KernelCatalog.ROUTE_THREADS, 0);
-            long slots = (long) lb.rows * r.topK;
-            r.grouped = moeGrouping && r.order != 0 && KernelCatalog.moeGrouped(lb.rows, r.topK, r.numExperts);
-            if (r.grouped) {
-                device.launch(kMoeGroup).ptr(r.ids).i32((int) slots).i32(r.numExperts).i32((int) KernelCatalog.moeMaxGroups(slots, r.numExperts))
-                        .ptr(r.order).ptr(r.groups).go(1, 1, 1, KernelCatalog.MOE_GROUP_THREADS, 0);
-            }
+            group(r, lb.rows);
             x16Kept(before);   // (the routing's ids, weights and groups are no activation)
         } else {
             r.grouped = false;
         }
         r.tokens = lb.rows;
+    }
+
+    /** After the routing of n tokens: its slots grouped by expert where the expert GEMVs then run by group (KernelCatalog.moeGrouped). */
+    private void group(CudaRouting r, int n) {
+        long slots = (long) n * r.topK;
+        r.grouped = moeGrouping && r.order != 0 && KernelCatalog.moeGrouped(n, r.topK, r.numExperts);
+        if (r.grouped) {
+            device.launch(kMoeGroup).ptr(r.ids).i32((int) slots).i32(r.numExperts).i32((int) KernelCatalog.moeMaxGroups(slots, r.numExperts))
+                    .ptr(r.order).ptr(r.groups).go(1, 1, 1, KernelCatalog.MOE_GROUP_THREADS, 0);
+        }
+    }
+
+    /**
+     * A decode row's F32 router (its GEMV the reference twin's, KernelCatalog.gemvPrefersTwin) and a routing route_fast
+     * takes: one moe_router_route_f32 launch, its logits and routing bit for bit matmul's and route's (35B-A3B: 7.0 us a
+     * layer against 4.2 + 3.2). Anything else takes the two calls: at 8 token rows the kernel's token loop, one token's
+     * loads after another's sums, took 35.6 us against 13.6 + 3.3 (docs/BENCHMARKS.md).
+     */
+    @Override
+    public void matmulRoute(Buffer x, Weight router, Buffer routerLogits, boolean normalizeTopK, MoeRouting routing) {
+        CudaBuffer xb = buf(x), lb = buf(routerLogits);
+        CudaWeight wt = w(router);
+        CudaRouting r = routing(routing);
+        int n = xb.rows;
+        boolean fused = n == 1 && wt.type == GgmlType.F32 && KernelCatalog.gemvPrefersTwin(wt.kernelSuffix)
+                && wt.vector == 0 && wt.expertRows == 0 && wt.index == 0 && xb.cols == wt.inputCols && lb.cols == wt.rows && lb.rows == n
+                && r.numExperts == wt.rows && n <= r.capacity && r.numExperts <= KernelCatalog.ROUTE_FAST_MAX_EXPERTS
+                && r.topK <= KernelCatalog.ROUTE_FAST_MAX_TOPK;
+        if (!fused) {
+            Backend.super.matmulRoute(x, router, routerLogits, normalizeTopK, routing);
+            return;
+        }
+        device.bind();
+        note(wt);
+        long before = device.issued();
+        long done = device.scratchZeroed("router-route-done", 4);
+        wt.params(device.launch(kRouterRoute)).ptr(xb.address).ptr(lb.address).i32((int) wt.rows).i32(r.topK).i32(normalizeTopK ? 1 : 0)
+                .ptr(r.ids).ptr(r.weights).ptr(done).go(wt.rows, 1, 1, 32, 0);
+        group(r, n);
+        x16Kept(before, lb);
+        r.tokens = n;
+        if (checkNonFinite) checked("matmul " + wt.name, lb);
     }
 
     @Override

@@ -299,6 +299,11 @@ final class MultiGpuBackend implements Backend {
     }
 
     @Override
+    public void matmulRoute(Buffer x, Weight router, Buffer routerLogits, boolean normalizeTopK, MoeRouting routing) {
+        group.post(rank, "matmulRoute", () -> inner.matmulRoute(x, router, routerLogits, normalizeTopK, routing));
+    }
+
+    @Override
     public void expertMatmul(Buffer x, Weight experts, MoeRouting routing, Buffer out) {
         group.post(rank, "expertMatmul", () -> inner.expertMatmul(x, experts, routing, out));
     }

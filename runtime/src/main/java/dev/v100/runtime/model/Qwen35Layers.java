@@ -388,9 +388,8 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         Buffer sg = r.fGate.rows(n), su = r.fUp.rows(n), so = r.shared.rows(n);
         // the shared expert's gate and up first: on a GPU they read the norm's 16-bit copy of xn as it is
         if (w.gateShexp != null) b.matmulEach(xn, List.of(w.gateShexp, w.upShexp), List.of(sg, su));
-        b.matmul(xn, w.router, router);
+        b.matmulRoute(xn, w.router, router, m.normTopkProb(), r.routing);
         tr.record(MOE_ROUTER, layer, router);
-        b.route(router, m.normTopkProb(), r.routing);
         b.expertMatmulEach(xn, List.of(w.gateExps, w.upExps), r.routing, List.of(eg, eu));
         tr.record(MOE_GATE, layer, eg);
         tr.record(MOE_UP, layer, eu);
@@ -431,8 +430,7 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
         ModelConfig.Moe m = config.moe();
         int slots = n * m.numExpertsPerTok(), all = slots + n;
         Buffer xn = rs.xn.rows(n), router = r.router.rows(n), proj = r.proj.rows(n);
-        b.matmul(xn, w.router, router);
-        b.route(router, m.normTopkProb(), r.routing);
+        b.matmulRoute(xn, w.router, router, m.normTopkProb(), r.routing);
         b.expertMatmulEachWithShared(xn, List.of(w.gateExps, w.upExps), r.routing, List.of(r.eGate.rows(slots), r.eUp.rows(slots)),
                 List.of(w.gateShexp, w.upShexp), List.of(r.eGate.slice(slots, n), r.eUp.slice(slots, n)));
         Buffer g = r.eGate.rows(all);

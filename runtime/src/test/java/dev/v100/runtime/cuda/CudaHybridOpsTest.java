@@ -827,6 +827,60 @@ class CudaHybridOpsTest {
     }
 
     /**
+     * matmulRoute (moe_router_route_f32: a decode row's F32 router logits and their routing in one launch, the last block
+     * routing) bit for bit matmul then route: logits, ids and weights, routers of 256 x 2048 (the 35B-A3B's), 128 x 96,
+     * 100 x 80 (columns no multiple of 32) and 9 x 64 with a tie, twice each (the second launch finds the ticket its first
+     * left at zero); 3 and 8 token rows, more than 256 experts or top-k over 32 take the two calls, with the same results.
+     */
+    @Test
+    void routerAndRoutingInOneLaunch() {
+        try (CudaBackend gpu = backend("hybrid-router-route")) {
+            SplittableRandom r = new SplittableRandom(41);
+            for (int[] c : new int[][] {{256, 8, 2048}, {128, 8, 96}, {100, 5, 80}, {9, 3, 64}, {512, 8, 64}, {256, 40, 64}}) {
+                int experts = c[0], topK = c[1], cols = c[2];
+                boolean fast = experts <= KernelCatalog.ROUTE_FAST_MAX_EXPERTS && topK <= KernelCatalog.ROUTE_FAST_MAX_TOPK;
+                float[] w = halves(r, experts * cols, 0.05);
+                if (experts == 9) System.arraycopy(w, 0, w, cols, cols);   // experts 0 and 1 tie: the lower id first
+                Weight router = f32(gpu, "blk.0.ffn_gate_inp.weight", w, experts, cols);
+                for (int n : new int[] {1, 3, 8}) {
+                    boolean fused = fast && n == 1;
+                    Buffer x = put(gpu, halves(r, n * cols, 1), n, cols);
+                    for (boolean norm : new boolean[] {true, false}) {
+                        String what = experts + " experts x " + cols + ", top-" + topK + ", n " + n + ", normalize " + norm;
+                        MoeRouting two = gpu.allocateRouting(n, experts, topK), one = gpu.allocateRouting(n, experts, topK);
+                        Buffer twoLogits = gpu.allocate("l2", n, experts), oneLogits = gpu.allocate("l1", n, experts);
+                        gpu.matmul(x, router, twoLogits);
+                        gpu.route(twoLogits, norm, two);
+                        for (int call = 0; call < 2; call++) {
+                            gpu.write(oneLogits, new float[n * experts], 0);
+                            long before = gpu.device.issued();
+                            gpu.matmulRoute(x, router, oneLogits, norm, one);
+                            long launches = gpu.device.issued() - before;
+                            long grouping = ((CudaRouting) one).grouped ? 1 : 0;
+                            // (the first call of a backend also zeroes the ticket's scratch: one more operation issued)
+                            if (call == 1 && fused) assertEquals(1 + grouping, launches, what + ": one launch (and the grouping's)");
+                            else if (call == 1) assertEquals(2 + grouping, launches, what + ": the two calls");
+                            assertEquals(n, one.tokens(), what);
+                            assertArrayEquals(gpu.read(twoLogits), gpu.read(oneLogits), what + ", call " + call + ": logits");
+                            assertArrayEquals(routingInts(gpu, ((CudaRouting) two).ids, n * topK), routingInts(gpu, ((CudaRouting) one).ids, n * topK),
+                                    what + ", call " + call + ": ids");
+                            assertArrayEquals(routingInts(gpu, ((CudaRouting) two).weights, n * topK), routingInts(gpu, ((CudaRouting) one).weights, n * topK),
+                                    what + ", call " + call + ": weights (bits)");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /** n 32-bit words at a device address (a routing's ids, or its weights' bits). */
+    private static int[] routingInts(CudaBackend gpu, long address, int n) {
+        int[] v = new int[n];
+        gpu.device.download(address, MemorySegment.ofArray(v), 4L * n);
+        return v;
+    }
+
+    /**
      * addMoeOutputNorm (moe_output_norm: one launch, a block per row) bit for bit as addMoeOutput then rmsNorm, the
      * norm's output written over the gate's input (as the model does), for rows 1, 3, 8, widths whose norm blocks have
      * more (2048: 512 threads) and fewer (256: 64) threads than moe_output's gate dot, and one (992) that the gate dot's
