@@ -829,14 +829,16 @@ class CudaHybridOpsTest {
     /**
      * matmulRoute (moe_router_route_f32: a decode row's F32 router logits and their routing in one launch, the last block
      * routing) bit for bit matmul then route: logits, ids and weights, routers of 256 x 2048 (the 35B-A3B's), 128 x 96,
-     * 100 x 80 (columns no multiple of 32) and 9 x 64 with a tie, twice each (the second launch finds the ticket its first
-     * left at zero); 3 and 8 token rows, more than 256 experts or top-k over 32 take the two calls, with the same results.
+     * 256 x 3072, 64 x 1536, 100 x 80 (columns no multiple of 32) and 9 x 64 with a tie, twice each over sentinel outputs
+     * (the second launch finds the ticket its first left at zero); 3 and 8 token rows, more than 256 experts or top-k over 32 take the two calls, with the same results.
      */
     @Test
     void routerAndRoutingInOneLaunch() {
         try (CudaBackend gpu = backend("hybrid-router-route")) {
             SplittableRandom r = new SplittableRandom(41);
-            for (int[] c : new int[][] {{256, 8, 2048}, {128, 8, 96}, {100, 5, 80}, {9, 3, 64}, {512, 8, 64}, {256, 40, 64}}) {
+            // (3072: a second pass of a lane's unit pairs, the 122B-A10B's width; 1536: lanes with two units beside lanes with one)
+            for (int[] c : new int[][] {{256, 8, 2048}, {256, 8, 3072}, {64, 4, 1536}, {128, 8, 96}, {100, 5, 80}, {9, 3, 64}, {512, 8, 64},
+                    {256, 40, 64}}) {
                 int experts = c[0], topK = c[1], cols = c[2];
                 boolean fast = experts <= KernelCatalog.ROUTE_FAST_MAX_EXPERTS && topK <= KernelCatalog.ROUTE_FAST_MAX_TOPK;
                 float[] w = halves(r, experts * cols, 0.05);
@@ -852,7 +854,12 @@ class CudaHybridOpsTest {
                         gpu.matmul(x, router, twoLogits);
                         gpu.route(twoLogits, norm, two);
                         for (int call = 0; call < 2; call++) {
+                            // sentinels in every output: a launch that skipped its routing (a ticket left non-zero) cannot pass
                             gpu.write(oneLogits, new float[n * experts], 0);
+                            int[] sentinel = new int[n * topK];
+                            java.util.Arrays.fill(sentinel, -1);
+                            gpu.device.upload(MemorySegment.ofArray(sentinel), ((CudaRouting) one).ids, "test sentinel ids");
+                            gpu.device.upload(MemorySegment.ofArray(sentinel.clone()), ((CudaRouting) one).weights, "test sentinel weights");
                             long before = gpu.device.issued();
                             gpu.matmulRoute(x, router, oneLogits, norm, one);
                             long launches = gpu.device.issued() - before;
