@@ -1094,10 +1094,11 @@ __device__ __forceinline__ void gemv_ref_impl(const WView& w, const float* x, in
     }
 }
 
-// Row r of an F32 matrix times one token row x: gemv_ref_f32's sum in its order (per lane: unit u's sum of 32 products,
-// units ascending; then the warp sum) with two units a lane loaded before either is summed, so that a row of up to 64
-// units is one round trip to memory (gemv_ref_impl's loop takes one a unit a lane).
-__device__ __forceinline__ float router_row_f32(const WView& w, const float* x, i64 r, int lane) {
+// Row r of an F32 matrix times token row t of x: gemv_ref_f32's sum for that token in its order (per lane: unit u's sum
+// of 32 products, units ascending; then the warp sum) with two units a lane loaded before either is summed, so that a
+// row of up to 64 units is one round trip to memory (gemv_ref_impl's loop takes one a unit a lane, and at several tokens
+// one a token too).
+__device__ __forceinline__ float router_row_f32(const WView& w, const float* x, int t, i64 r, int lane) {
     int K = w.cols, units = (K + 31) >> 5;
     bool vec = (K & 31) == 0;
     float acc = 0.f;
@@ -1106,10 +1107,10 @@ __device__ __forceinline__ float router_row_f32(const WView& w, const float* x, 
         bool two = u0 + 32 < units;
         float v0[32], v1[32], x0[32], x1[32];
         decode32<WT_F32>(w, r, u0, v0);
-        ref_x32(x, K, 0, u0, vec, x0);
+        ref_x32(x, K, t, u0, vec, x0);
         if (two) {
             decode32<WT_F32>(w, r, u0 + 32, v1);
-            ref_x32(x, K, 0, u0 + 32, vec, x1);
+            ref_x32(x, K, t, u0 + 32, vec, x1);
         }
         float s = 0.f;
 #pragma unroll
@@ -1125,26 +1126,26 @@ __device__ __forceinline__ float router_row_f32(const WView& w, const float* x, 
     return warp_sum(acc);
 }
 
-// A decode row's MoE router logits and their routing in one launch: a block (one warp) a logit, gemv_ref_f32's sums,
-// then the last block to finish (a ticket from done, zero before the launch and zero again after it) routes the token
-// (route.cuh's route_fast: experts = rows <= 32 * ROUTE_FAST_PER_LANE and topK <= 32, the launcher checks). Bit for bit
-// gemv_ref_f32 then moe_route, one launch fewer a MoE layer. (Several token rows take the two launches: a token loop here,
-// each token's loads after the previous one's sums, was twice their time at 8 rows.)
+// A decode step's or batch's MoE router logits and their routing in one launch: grid (rows, n), a block (one warp) a
+// logit of a token with gemv_ref_f32's sums, then the last of token t's blocks to finish (a ticket from done[t], zero
+// before the launch and zero again after it) routes token t (route.cuh's route_fast: experts = rows <= 32 *
+// ROUTE_FAST_PER_LANE and topK <= 32, the launcher checks). Bit for bit gemv_ref_f32 then moe_route, one launch fewer a MoE
+// layer, and a batch's tokens in parallel (the twin walks them one after another in each warp).
 extern "C" __global__ void moe_router_route_f32(WEIGHT_PARAMS, const float* x, float* y, int rows, int topK, int normalize, int* ids,
                                                 float* weights, unsigned* done) {
     __shared__ unsigned ticket;
-    int lane = threadIdx.x & 31;
-    float s = router_row_f32(WEIGHT_VIEW, x, blockIdx.x, lane);
-    if (lane == 0) y[blockIdx.x] = s;
-    // the last block to finish routes: every block's logit is visible to it
+    int lane = threadIdx.x & 31, t = blockIdx.y;
+    float s = router_row_f32(WEIGHT_VIEW, x, t, blockIdx.x, lane);
+    if (lane == 0) y[(i64) t * rows + blockIdx.x] = s;
+    // the last of the token's blocks to finish routes it: every one of its logits is visible to it
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) ticket = atomicAdd(done, 1u);
+    if (threadIdx.x == 0) ticket = atomicAdd(done + t, 1u);
     __syncthreads();
     if (ticket != gridDim.x - 1) return;
     __threadfence();
-    route_fast<true>(y, rows, topK, normalize, lane, ids, weights);
-    if (threadIdx.x == 0) *done = 0u;   // ready for the next launch
+    route_fast<true>(y + (i64) t * rows, rows, topK, normalize, lane, ids + t * topK, weights + t * topK);
+    if (threadIdx.x == 0) done[t] = 0u;   // ready for the next launch
 }
 
 // float-x types (GemvPlan staged or direct): gemv_ (n = 1), gemv8_ (n <= 8) and the reference twin gemv_ref_

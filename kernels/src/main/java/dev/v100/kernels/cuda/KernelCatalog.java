@@ -120,8 +120,8 @@ public final class KernelCatalog {
     public static final int ROUTE_THREADS = 128;
     public static final int ROUTE_MAX_EXPERTS = 1024;
     /**
-     * moe_router_route_f32 (gemv.cu: a decode row's F32 router logits and their routing in one launch) takes routings of
-     * at most this many experts and top-k (route.cuh's route_fast: ROUTE_FAST_PER_LANE a lane).
+     * moe_router_route_f32 (gemv.cu: a decode step's or batch's F32 router logits and their routing in one launch) takes
+     * routings of at most this many experts and top-k (route.cuh's route_fast: ROUTE_FAST_PER_LANE a lane).
      */
     public static final int ROUTE_FAST_MAX_EXPERTS = 256, ROUTE_FAST_MAX_TOPK = 32;
     /**

@@ -1766,10 +1766,10 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * A decode row's F32 router (its GEMV the reference twin's, KernelCatalog.gemvPrefersTwin) and a routing route_fast
-     * takes: one moe_router_route_f32 launch, its logits and routing bit for bit matmul's and route's (35B-A3B: 7.0 us a
-     * layer against 4.2 + 3.2). Anything else takes the two calls: at 8 token rows the kernel's token loop, one token's
-     * loads after another's sums, took 35.6 us against 13.6 + 3.3 (docs/BENCHMARKS.md).
+     * An F32 router (its GEMV the reference twin's, KernelCatalog.gemvPrefersTwin) of up to GEMV_MAX_TOKENS token rows and
+     * a routing route_fast takes: one moe_router_route_f32 launch, a block a (logit, token) and the last of a token's
+     * blocks routing it, its logits and routing bit for bit matmul's and route's (35B-A3B, a decode row: 6.6 us a layer
+     * against 4.2 + 3.2; docs/BENCHMARKS.md). Anything else takes the two calls.
      */
     @Override
     public void matmulRoute(Buffer x, Weight router, Buffer routerLogits, boolean normalizeTopK, MoeRouting routing) {
@@ -1777,7 +1777,7 @@ public final class CudaBackend implements Backend {
         CudaWeight wt = w(router);
         CudaRouting r = routing(routing);
         int n = xb.rows;
-        boolean fused = n == 1 && wt.type == GgmlType.F32 && KernelCatalog.gemvPrefersTwin(wt.kernelSuffix)
+        boolean fused = n >= 1 && n <= KernelCatalog.GEMV_MAX_TOKENS && wt.type == GgmlType.F32 && KernelCatalog.gemvPrefersTwin(wt.kernelSuffix)
                 && wt.vector == 0 && wt.expertRows == 0 && wt.index == 0 && xb.cols == wt.inputCols && lb.cols == wt.rows && lb.rows == n
                 && r.numExperts == wt.rows && n <= r.capacity && r.numExperts <= KernelCatalog.ROUTE_FAST_MAX_EXPERTS
                 && r.topK <= KernelCatalog.ROUTE_FAST_MAX_TOPK;
@@ -1788,9 +1788,9 @@ public final class CudaBackend implements Backend {
         device.bind();
         note(wt);
         long before = device.issued();
-        long done = device.scratchZeroed("router-route-done", 4);
+        long done = device.scratchZeroed("router-route-done", 4L * KernelCatalog.GEMV_MAX_TOKENS);
         wt.params(device.launch(kRouterRoute)).ptr(xb.address).ptr(lb.address).i32((int) wt.rows).i32(r.topK).i32(normalizeTopK ? 1 : 0)
-                .ptr(r.ids).ptr(r.weights).ptr(done).go(wt.rows, 1, 1, 32, 0);
+                .ptr(r.ids).ptr(r.weights).ptr(done).go(wt.rows, n, 1, 32, 0);
         group(r, n);
         x16Kept(before, lb);
         r.tokens = n;

@@ -827,10 +827,11 @@ class CudaHybridOpsTest {
     }
 
     /**
-     * matmulRoute (moe_router_route_f32: a decode row's F32 router logits and their routing in one launch, the last block
-     * routing) bit for bit matmul then route: logits, ids and weights, routers of 256 x 2048 (the 35B-A3B's), 128 x 96,
-     * 256 x 3072, 64 x 1536, 100 x 80 (columns no multiple of 32) and 9 x 64 with a tie, twice each over sentinel outputs
-     * (the second launch finds the ticket its first left at zero); 3 and 8 token rows, more than 256 experts or top-k over 32 take the two calls, with the same results.
+     * matmulRoute (moe_router_route_f32: an F32 router's logits and their routing in one launch, the last of each token's
+     * blocks routing it) bit for bit matmul then route: logits, ids and weights for 1, 3 and 8 token rows, routers of 256 x
+     * 2048 (the 35B-A3B's), 256 x 3072, 64 x 1536, 100 x 80 (columns no multiple of 32) and 9 x 64 with a tie, twice each
+     * over sentinel outputs (the second launch finds the tickets its first left at zero); more than 256 experts or top-k
+     * over 32 take the two calls, with the same results.
      */
     @Test
     void routerAndRoutingInOneLaunch() {
@@ -845,7 +846,7 @@ class CudaHybridOpsTest {
                 if (experts == 9) System.arraycopy(w, 0, w, cols, cols);   // experts 0 and 1 tie: the lower id first
                 Weight router = f32(gpu, "blk.0.ffn_gate_inp.weight", w, experts, cols);
                 for (int n : new int[] {1, 3, 8}) {
-                    boolean fused = fast && n == 1;
+                    boolean fused = fast;
                     Buffer x = put(gpu, halves(r, n * cols, 1), n, cols);
                     for (boolean norm : new boolean[] {true, false}) {
                         String what = experts + " experts x " + cols + ", top-" + topK + ", n " + n + ", normalize " + norm;
