@@ -162,6 +162,10 @@ for s in $STEPS; do
           "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
       "$NCU" --import /tmp/v100-ncu.ncu-rep --print-summary none > "$OUT/ncu.txt" 2>&1
       "$NCU" --import /tmp/v100-ncu.ncu-rep --page source --print-source sass --csv > "$OUT/ncu-sass.csv" 2>> "$OUT/ncu.txt"
+      # per kernel: warps, executed instructions a warp by opcode, the lines where warps waited (also runs on the copy in $OUT)
+      if command -v python3 > /dev/null; then
+        python3 tools/device/ncu_summary.py "$OUT/ncu-sass.csv" > "$OUT/ncu-summary.txt" 2>&1 || true
+      fi
       notes[ncu]="$(grep -c '^  [a-z_0-9]* (' "$OUT/ncu.txt") kernels profiled"
       ;;
     hf)
