@@ -1061,6 +1061,15 @@ __device__ __forceinline__ void ref_x32(const float* x, int K, int t, int u, boo
     }
 }
 
+// The reference twin's sum of a unit's 32 products, in order from 0 (its one spelling: gemv_ref_impl and router_row_f32
+// add the same terms the same way)
+__device__ __forceinline__ float ref_dot32(const float* v, const float* xv) {
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 32; i++) s += v[i] * xv[i];
+    return s;
+}
+
 template <int T>
 __device__ __forceinline__ void gemv_ref_impl(const WView& w, const float* x, int n, float* y, int rows) {
     int lane = threadIdx.x & 31;
@@ -1078,10 +1087,7 @@ __device__ __forceinline__ void gemv_ref_impl(const WView& w, const float* x, in
         for (int t = 0; t < GEMV_MAX_N; t++) {
             if (t < n) {
                 ref_x32(x, K, t, u, vec, xv);
-                float s = 0.f;
-#pragma unroll
-                for (int i = 0; i < 32; i++) s += v[i] * xv[i];
-                acc[t] += s;
+                acc[t] += ref_dot32(v, xv);
             }
         }
     }
@@ -1112,16 +1118,8 @@ __device__ __forceinline__ float router_row_f32(const WView& w, const float* x, 
             decode32<WT_F32>(w, r, u0 + 32, v1);
             ref_x32(x, K, t, u0 + 32, vec, x1);
         }
-        float s = 0.f;
-#pragma unroll
-        for (int i = 0; i < 32; i++) s += v0[i] * x0[i];
-        acc += s;
-        if (two) {
-            s = 0.f;
-#pragma unroll
-            for (int i = 0; i < 32; i++) s += v1[i] * x1[i];
-            acc += s;
-        }
+        acc += ref_dot32(v0, x0);
+        if (two) acc += ref_dot32(v1, x1);
     }
     return warp_sum(acc);
 }
