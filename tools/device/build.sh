@@ -49,7 +49,7 @@ make_jre() {
 [ -x "$dev/jre/bin/java" ] || make_jre "${JRE:-full}"
 
 echo "== class path: $dev/lib"
-rm -rf "$dev/lib" "$dev/out"
+rm -rf "$dev/lib" "$dev/out" "$dev/kernels-ptx.tar.xz"
 mkdir -p "$dev/lib"
 cp runtime/target/lib/*.jar runtime/target/v100-runtime.jar converter/target/v100-converter.jar "$dev/lib/"
 cp runtime/target/gpu-test-lib/*.jar "$dev/lib/"
@@ -66,8 +66,27 @@ for j in "$dev"/lib/cuda-*-linux-x86_64.jar; do
 done
 # the H200 loads the compute_70 PTX; the sm_70 cubins are for V100s (0.5 MB)
 (cd "$dev/lib" && zip -q -d v100-kernels-*.jar 'dev/v100/kernels/cuda/ptx/*.cubin')
+# the PTX travel as one xz archive beside the jar (~1 MB less than deflated inside it); run.sh and run-multi.sh put them
+# back (tools/device/put-ptx.sh) before any Java starts
+ptx=kernels/target/classes/dev/v100/kernels/cuda/ptx
+(cd "$ptx" && tar -cf - *.ptx kernels.tsv) | xz -9 > "$dev/kernels-ptx.tar.xz"
+(cd "$dev/lib" && zip -q -d v100-kernels-*.jar 'dev/v100/kernels/cuda/ptx/*.ptx' 'dev/v100/kernels/cuda/ptx/kernels.tsv')
 (cd runtime/target/test-classes && "$JAVA_HOME/bin/jar" cf "$root/$dev/lib/v100-runtime-gpu-tests.jar" dev/v100/runtime/cuda dev/v100/runtime/testing)
 (cd golden-tests/target/test-classes && "$JAVA_HOME/bin/jar" cf "$root/$dev/lib/v100-golden-gpu-tests.jar" dev)
+
+# BASE_PTX_DIR=dir (a kernels build's .../dev/v100/kernels/cuda/ptx of an earlier revision): its PTX modules that differ
+# from this build's, with its kernels.tsv, travel as .device/base-kernels.tar.xz for run.sh's "ab" step (the same bench
+# with either kernels in one call). Where that would not fit, JUnit and the golden tests stay home (an ab call then runs
+# benches only).
+rm -f "$dev/base-kernels.tar.xz"
+if [ -n "${BASE_PTX_DIR:-}" ]; then
+  cur=kernels/target/classes/dev/v100/kernels/cuda/ptx
+  changed=()
+  for f in "$BASE_PTX_DIR"/*.ptx; do cmp -s "$f" "$cur/$(basename "$f")" || changed+=("$(basename "$f")"); done
+  [ ${#changed[@]} -gt 0 ] || { echo "ERROR: $BASE_PTX_DIR holds the same PTX as this build: nothing to compare" >&2; exit 1; }
+  tar -C "$BASE_PTX_DIR" -cf - "${changed[@]}" kernels.tsv | xz -9e > "$dev/base-kernels.tar.xz"
+  echo "== base kernels for the ab step: ${changed[*]} + kernels.tsv ($(du -b "$dev/base-kernels.tar.xz" | cut -f1) bytes)"
+fi
 
 # what travels: every tracked file, untracked files git does not ignore, and .device
 tracked=$(git ls-files -z --cached --others --exclude-standard | xargs -0 -r du -cb 2>/dev/null | tail -1 | cut -f1)
@@ -112,6 +131,11 @@ if [ "$total" -ge "$LIMIT" ]; then
      rm -f "$root/$j" && zip -q -9 -X "$root/$j" -@ < "$tmp.keep")
     rm -rf "$tmp" "$tmp.keep"
   done
+  total=$((tracked + $(du -sb "$dev" | cut -f1)))
+fi
+if [ "$total" -ge "$LIMIT" ] && [ -f "$dev/base-kernels.tar.xz" ]; then
+  echo "== still over the cap with the base kernels: JUnit and the golden test classes stay home (this call: benches and ab only; the bench bundle writer stays)"
+  rm -f "$dev"/lib/v100-golden-gpu-tests.jar "$dev"/lib/junit-*.jar "$dev"/lib/opentest4j-*.jar "$dev"/lib/apiguardian-*.jar
   total=$((tracked + $(du -sb "$dev" | cut -f1)))
 fi
 device=$(du -sb "$dev" | cut -f1)

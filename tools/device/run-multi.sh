@@ -35,6 +35,8 @@ if [ ! -x .device/jre/bin/java ]; then
   echo "no .device/jre: run tools/device/build.sh on the build machine and carry .device" >&2
   exit 2
 fi
+# the kernels jar's PTX travel beside it as xz (build.sh): put them back before any Java starts
+bash tools/device/put-ptx.sh || exit 2
 JAVA=(.device/jre/bin/java --enable-native-access=ALL-UNNAMED -Xmx24g -XX:+UseParallelGC -cp ".device/lib/*:golden-tests/src/test/resources")
 [ -n "${NCCL_ISSUE:-}" ] && JAVA+=(-Dv100.nccl.issue="$NCCL_ISSUE")
 .device/jre/bin/java --list-modules 2>/dev/null | grep -q '^jdk.incubator.vector' && JAVA+=(--add-modules jdk.incubator.vector)

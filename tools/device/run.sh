@@ -6,7 +6,7 @@
 # A failing step does not stop the others; a table of all of them is printed last. Logs go to $OUT.
 #
 # Device tool: carry [".device"], command "bash tools/device/run.sh", timeout 600. Every step has its own
-# time limit (together under 10 minutes); STEPS="info tests golden kbench bench trace ktrace ncu" selects steps (e.g. two
+# time limit (together under 10 minutes); STEPS="info tests golden kbench bench ab trace ktrace ncu" selects steps (e.g. two
 # calls: STEPS="info tests golden", then STEPS="kbench bench hf"), BENCH_SETS="llama8B:Q4_K ..." the bench
 # bundles (GEOMETRY:TYPE, GEOMETRY llama1B / llama8B / qwen3-8B / qwen25-7B / granite-8B / qwen36-35B-A3B / qwen35-27B, TYPE a ggml type, Q4_K_M / Q5_K_M / Q3_K_M / Q2_K_MIX (llama.cpp's mixes) or W4A16-gG; see BenchBundleMain), HF_GEOMETRY the geometry of
 # the transformers eager baseline (step hf: tools/device/hf_eager_bench.py on the same GPU; qwen36-35B-A3B for the
@@ -30,6 +30,8 @@ if [ ! -x .device/jre/bin/java ]; then
   echo "no .device/jre: run tools/device/build.sh on the build machine and carry .device" >&2
   exit 2
 fi
+# the kernels jar's PTX travel beside it as xz (build.sh): put them back before any Java starts
+bash tools/device/put-ptx.sh || exit 2
 JAVA=(.device/jre/bin/java --enable-native-access=ALL-UNNAMED -Xmx24g -XX:+UseParallelGC -cp ".device/lib/*:golden-tests/src/test/resources")
 # TEST_CLASSES="CudaHybridOpsTest:30 ..." (class:seconds): the tests step's classes, default all of them
 # V100_JAVA_OPTS: extra JVM options for every step (e.g. -Dv100.firstChunkOps=128 to compare a measurement knob)
@@ -42,8 +44,9 @@ declare -A rc secs notes
 
 # the bench bundles are written in the background while the tests run (the CPU is otherwise idle)
 declare -A writer
+rm -f "$LOGS"/*.written   # (an earlier call's on a machine still warm: its writer may have failed)
 # (one after another: each fills its tensors on every core)
-if [[ " $STEPS " == *" bench "* || " $STEPS " == *" trace "* || " $STEPS " == *" ktrace "* || " $STEPS " == *" ncu "* ]]; then
+if [[ " $STEPS " == *" bench "* || " $STEPS " == *" ab "* || " $STEPS " == *" trace "* || " $STEPS " == *" ktrace "* || " $STEPS " == *" ncu "* ]]; then
   (
     for set in $BENCH_SETS; do
       g=${set%%:*} t=${set#*:}
@@ -53,6 +56,26 @@ if [[ " $STEPS " == *" bench "* || " $STEPS " == *" trace "* || " $STEPS " == *"
     done
   ) &
 fi
+
+# JAVA_BASE: JAVA with the kernels jar's PTX replaced by .device/base-kernels.tar.xz's (the ab step; ktrace with
+# KTRACE_VARIANTS="new base"; ncu with NCU_VARIANTS="new base"); or, with BASE_OPTS set, JAVA with those JVM options (a
+# knob's A/B, e.g. BASE_OPTS=-Dv100.cuda.shapeKernels=false: an earlier build's PTX cannot stand in once the kernel
+# catalog has kernels it lacks)
+base_java() {
+  [ ${#JAVA_BASE[@]} -gt 0 ] && return 0
+  if [ -n "${BASE_OPTS:-}" ]; then
+    JAVA_BASE=("${JAVA[@]}" $BASE_OPTS)
+    return 0
+  fi
+  base_lib=/tmp/v100-base-lib
+  rm -rf "$base_lib" /tmp/v100-base-ptx
+  mkdir -p "$base_lib" /tmp/v100-base-ptx/dev/v100/kernels/cuda/ptx
+  xz -dc .device/base-kernels.tar.xz | tar -C /tmp/v100-base-ptx/dev/v100/kernels/cuda/ptx -xf -
+  for j in .device/lib/*.jar; do case $j in *v100-kernels-*) cp "$j" "$base_lib/" ;; *) ln -s "$root/$j" "$base_lib/" ;; esac; done
+  python3 tools/device/jar_put.py "$base_lib"/v100-kernels-*.jar /tmp/v100-base-ptx
+  for a in "${JAVA[@]}"; do [[ $a == .device/lib/* ]] && a=${a/.device\/lib\//$base_lib/}; JAVA_BASE+=("$a"); done
+}
+JAVA_BASE=()
 
 run_step() {   # name timeout-seconds log command...
   local name=$1 limit=$2 log=$3
@@ -107,6 +130,31 @@ for s in $STEPS; do
         notes[bench-$g-$t]=$(grep -E "^\| decode batch 1" "$log" | cut -d'|' -f3 | xargs)
       done
       ;;
+    ab)
+      # the same bench with this build's kernels and with .device/base-kernels.tar.xz's (build.sh BASE_PTX_DIR=...),
+      # alternating, AB_ROUNDS rounds (default 2): a difference smaller than one version's spread is noise
+      if [ ! -f .device/base-kernels.tar.xz ] && [ -z "${BASE_OPTS:-}" ]; then
+        echo "no .device/base-kernels.tar.xz: build with BASE_PTX_DIR=... tools/device/build.sh" > "$OUT/ab.txt"
+      else
+        base_java
+        : > "$OUT/ab.txt"
+        for set in $BENCH_SETS; do
+          g=${set%%:*} t=${set#*:}
+          b=/tmp/v100-bench-$g-$t-tp1pp1
+          for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+          for round in $(seq "${AB_ROUNDS:-2}"); do
+            for v in new base; do
+              if [ $v = new ]; then cmd=("${JAVA[@]}"); else cmd=("${JAVA_BASE[@]}"); fi
+              run_step "ab-$g-$t-$v-$round" 150 "$LOGS/ab-$g-$t-$v-$round.log" "${cmd[@]}" dev.v100.runtime.cli.V100Run bench "$b" \
+                  --backend cuda --gpu-memory 0.5 --decode-tokens 64
+              line="$g $t $v round $round: $(grep -E '^\| decode batch [18] \|' "$LOGS/ab-$g-$t-$v-$round.log" | cut -d'|' -f2,3 | tr -s ' ' | paste -sd';')"
+              echo "$line" >> "$OUT/ab.txt"
+              notes[ab-$g-$t-$v-$round]=$(grep -E "^\| decode batch 1 \|" "$LOGS/ab-$g-$t-$v-$round.log" | cut -d'|' -f3 | xargs)
+            done
+          done
+        done
+      fi
+      ;;
     trace)
       # the first bench set's decode under Nsight Systems, CUDA graphs traced node by node: each kernel's time
       # inside the replayed graphs (bench's own profile times kernels alone, with launch overhead)
@@ -140,10 +188,13 @@ for s in $STEPS; do
           g=${set%%:*} t=${set#*:}
           b=/tmp/v100-bench-$g-$t-tp1pp1
           for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
-          run_step "ktrace-$g-$t" 200 "$LOGS/ktrace-$g-$t.log" env CUDA_INJECTION64_PATH=/tmp/libktrace.so KTRACE_OUT=/tmp/v100-ktrace.tsv \
-            "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
-          { echo "== $g $t"; python3 tools/device/kernel_trace.py /tmp/v100-ktrace.tsv 2>&1; echo; } >> "$OUT/ktrace.txt"
-          notes[ktrace-$g-$t]="$(grep -E '^\| decode batch 1' "$LOGS/ktrace-$g-$t.log" | cut -d'|' -f3 | xargs) traced"
+          for v in ${KTRACE_VARIANTS:-new}; do
+            if [ $v = base ]; then base_java; cmd=("${JAVA_BASE[@]}"); n=ktrace-$g-$t-base; else cmd=("${JAVA[@]}"); n=ktrace-$g-$t; fi
+            run_step "$n" 200 "$LOGS/$n.log" env CUDA_INJECTION64_PATH=/tmp/libktrace.so KTRACE_OUT=/tmp/v100-ktrace.tsv \
+              "${cmd[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
+            { echo "== $g $t ($v kernels)"; python3 tools/device/kernel_trace.py /tmp/v100-ktrace.tsv 2>&1; echo; } >> "$OUT/ktrace.txt"
+            notes[$n]="$(grep -E '^\| decode batch 1' "$LOGS/$n.log" | cut -d'|' -f3 | xargs) traced"
+          done
         done
       fi
       ;;
@@ -156,23 +207,27 @@ for s in $STEPS; do
       b=/tmp/v100-bench-$g-$t-tp1pp1
       for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
       NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
-      run_step ncu 300 "$LOGS/ncu.log" "$NCU" --clock-control none --kernel-name "regex:^(${NCU_KERNELS:-moe_route})\$" \
-          --launch-skip "${NCU_SKIP:-2000}" --launch-count "${NCU_COUNT:-4}" --section SpeedOfLight --section WarpStateStats \
-          --section LaunchStats --section Occupancy --section SourceCounters -f -o /tmp/v100-ncu \
-          "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
-      "$NCU" --import /tmp/v100-ncu.ncu-rep --print-summary none > "$OUT/ncu.txt" 2>&1
-      "$NCU" --import /tmp/v100-ncu.ncu-rep --page source --print-source sass --csv > "$OUT/ncu-sass.csv" 2>> "$OUT/ncu.txt"
-      # per kernel: warps, executed instructions a warp by opcode, the lines where warps waited (also runs on the copy in $OUT)
-      if command -v python3 > /dev/null; then
-        python3 tools/device/ncu_summary.py "$OUT/ncu-sass.csv" > "$OUT/ncu-summary.txt" 2>&1 || true
-      fi
-      notes[ncu]="$(grep -c '^  [a-z_0-9]* (' "$OUT/ncu.txt") kernels profiled"
+      # NCU_VARIANTS="new base": also the base kernels' (ncu-base.txt, ncu-base-summary.txt; see the ab step)
+      for v in ${NCU_VARIANTS:-new}; do
+        if [ $v = base ]; then base_java; cmd=("${JAVA_BASE[@]}"); sfx=-base; else cmd=("${JAVA[@]}"); sfx=; fi
+        run_step ncu$sfx 300 "$LOGS/ncu$sfx.log" "$NCU" --clock-control none --kernel-name "regex:^(${NCU_KERNELS:-moe_route})\$" \
+            --launch-skip "${NCU_SKIP:-2000}" --launch-count "${NCU_COUNT:-4}" --section SpeedOfLight --section WarpStateStats \
+            --section LaunchStats --section Occupancy --section SourceCounters -f -o /tmp/v100-ncu$sfx \
+            "${cmd[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
+        "$NCU" --import /tmp/v100-ncu$sfx.ncu-rep --print-summary none > "$OUT/ncu$sfx.txt" 2>&1
+        "$NCU" --import /tmp/v100-ncu$sfx.ncu-rep --page source --print-source sass --csv > "$OUT/ncu$sfx-sass.csv" 2>> "$OUT/ncu$sfx.txt"
+        # per kernel: warps, executed instructions a warp by opcode, the lines where warps waited (also runs on the copy in $OUT)
+        if command -v python3 > /dev/null; then
+          python3 tools/device/ncu_summary.py "$OUT/ncu$sfx-sass.csv" > "$OUT/ncu$sfx-summary.txt" 2>&1 || true
+        fi
+        notes[ncu$sfx]="$(grep -c '^  [a-z_0-9]* (' "$OUT/ncu$sfx.txt") kernels profiled"
+      done
       ;;
     hf)
       run_step hf-eager "${HF_TIMEOUT:-240}" "$OUT/hf-eager-$HF_GEOMETRY.log" python3 tools/device/hf_eager_bench.py --geometry "$HF_GEOMETRY" --device cuda --dtype float16
       notes[hf-eager]=$(grep -E "^\| decode batch 1" "$OUT/hf-eager-$HF_GEOMETRY.log" | cut -d'|' -f3 | xargs)
       ;;
-    *) echo "unknown step $s (info tests golden kbench bench trace ktrace ncu hf)" >&2 ;;
+    *) echo "unknown step $s (info tests golden kbench bench ab trace ktrace ncu hf)" >&2 ;;
   esac
 done
 
@@ -200,6 +255,11 @@ done
     echo
     echo "transformers eager ($HF_GEOMETRY geometry, random fp16 weights, same GPU):"
     grep -E "^\|" "$OUT/hf-eager-$HF_GEOMETRY.log"
+  fi
+  if [ -f "$OUT/ab.txt" ]; then
+    echo
+    echo "ab (this build's kernels: new; .device/base-kernels.tar.xz's: base):"
+    cat "$OUT/ab.txt"
   fi
   if [ -f "$OUT/ktrace.txt" ]; then
     echo
