@@ -46,12 +46,17 @@ extern "C" __global__ void kv_store(const float* k, const float* v, int n, int k
 // qNorm / kNorm are given), neox RoPE of both, and the kv_store of k and v, in one launch: a warp per (row, head) of q, k
 // and v (heads + 2 kvHeads a row), 4 warps a block. Bit for bit add_bias, rmsnorm (a group of hd with normThreads
 // threads: its sums in that order), rope_neox then kv_store; q, k and (with a bias) v end as those ops leave them.
+// HD, NW: 0, the head dim and the norm's warps (normThreads / 32) at run time; else their values as constants (head dims
+// 128 and 256, with the 1 and 2 warps of their norms: every model in scope), which drop the per-element bounds checks and
+// the remainders by the warp count (the same sums).
 #define PREP_WARPS 4
-extern "C" __global__ void qk_prep(float* q, float* k, float* v, int n, int heads, int kvHeads, int hd, int rotaryDim, const float* invFreq,
-                                   const float* qNorm, const float* kNorm, float eps, int normThreads, h16* pool, const int* table,
-                                   const i64* rowTables, i64 pageStride, const int* step, const float* qBias, const float* kBias,
-                                   const float* vBias) {
-    __shared__ float ys[PREP_WARPS][ATTN_MAX_HD];
+template <int HD, int NW>
+__device__ __forceinline__ void qk_prep_impl(float* q, float* k, float* v, int n, int heads, int kvHeads, int hdRun, int rotaryDim,
+                                             const float* invFreq, const float* qNorm, const float* kNorm, float eps, int normThreads,
+                                             h16* pool, const int* table, const i64* rowTables, i64 pageStride, const int* step,
+                                             const float* qBias, const float* kBias, const float* vBias, float (*ys)[ATTN_MAX_HD]) {
+    static_assert((HD == 0) == (NW == 0) && HD % 32 == 0 && HD <= ATTN_MAX_HD, "both at run time or both constants");
+    const int hd = HD ? HD : hdRun;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int all = heads + 2 * kvHeads;
     i64 idx = (i64) blockIdx.x * PREP_WARPS + warp;
@@ -67,13 +72,13 @@ extern "C" __global__ void qk_prep(float* q, float* k, float* v, int n, int head
     // every load that does not depend on another issued first, together: the head's values (lane l holds elements
     // l, l + 32, ...), their bias and norm weights, the lane's rotary frequencies (q, k) and the position; then the
     // cache page (k, v: it needs the position), whose latency hides behind the arithmetic until the store
-    constexpr int PER = ATTN_MAX_HD / 32;
+    constexpr int PER = (HD ? HD : ATTN_MAX_HD) / 32;
     float xv[PER], bv[PER], nv[PER], ivf[PER];
     int half = rotaryDim >> 1;
 #pragma unroll
     for (int r = 0; r < PER; r++) {
         int i = lane + 32 * r;
-        bool in = i < hd;
+        bool in = HD || i < hd;
         xv[r] = in ? base[i] : 0.f;
         bv[r] = in && bias ? bias[i] : 0.f;
         nv[r] = in && nw ? __ldg(nw + i) : 0.f;
@@ -86,7 +91,7 @@ extern "C" __global__ void qk_prep(float* q, float* k, float* v, int n, int head
 #pragma unroll
         for (int r = 0; r < PER; r++) {
             int i = lane + 32 * r;
-            if (i < hd) {
+            if (HD || i < hd) {
                 xv[r] = xv[r] + bv[r];
                 base[i] = xv[r];
             }
@@ -95,13 +100,14 @@ extern "C" __global__ void qk_prep(float* q, float* k, float* v, int n, int head
     if (nw) {
         // rmsnorm's sums: thread j of normThreads adds elements j, j + normThreads, ... (lane's elements r = w, w +
         // nwarps, ... of warp w's turn); each warp's sum, then the warps'
-        int nwarps = normThreads >> 5;
+        const int nwarps = NW ? NW : normThreads >> 5;
         float tot = 0.f;
+#pragma unroll
         for (int w = 0; w < nwarps; w++) {
             float ss = 0.f;
 #pragma unroll
             for (int r = 0; r < PER; r++)
-                if (r >= w && (r - w) % nwarps == 0 && lane + 32 * r < hd) ss = __fmaf_rn(xv[r], xv[r], ss);
+                if (r >= w && (r - w) % nwarps == 0 && (HD || lane + 32 * r < hd)) ss = __fmaf_rn(xv[r], xv[r], ss);
             ss = warp_sum(ss);
             if (lane == w) tot = ss;
         }
@@ -109,23 +115,23 @@ extern "C" __global__ void qk_prep(float* q, float* k, float* v, int n, int head
 #pragma unroll
         for (int r = 0; r < PER; r++) {
             int i = lane + 32 * r;
-            if (i < hd) y[i] = __fmul_rn(__fmul_rn(xv[r], inv), nv[r]);
+            if (HD || i < hd) y[i] = __fmul_rn(__fmul_rn(xv[r], inv), nv[r]);
         }
     } else {
 #pragma unroll
         for (int r = 0; r < PER; r++) {
             int i = lane + 32 * r;
-            if (i < hd) y[i] = xv[r];
+            if (HD || i < hd) y[i] = xv[r];
         }
     }
     __syncwarp();
     if (kind < 2) {   // every lane's rotated elements first (they read other lanes' y), then written back
         float pos = (float) ipos;
-        float o[ATTN_MAX_HD / 32];
+        float o[PER];
 #pragma unroll
-        for (int r = 0; r < ATTN_MAX_HD / 32; r++) {
+        for (int r = 0; r < PER; r++) {
             int i = lane + 32 * r;
-            if (i >= hd) break;
+            if (!HD && i >= hd) break;
             o[r] = y[i];
             if (i < rotaryDim) {
                 int f = i < half ? i : i - half;
@@ -137,9 +143,9 @@ extern "C" __global__ void qk_prep(float* q, float* k, float* v, int n, int head
         }
         __syncwarp();
 #pragma unroll
-        for (int r = 0; r < ATTN_MAX_HD / 32; r++) {
+        for (int r = 0; r < PER; r++) {
             int i = lane + 32 * r;
-            if (i >= hd) break;
+            if (!HD && i >= hd) break;
             base[i] = o[r];
             y[i] = o[r];
         }
@@ -149,6 +155,35 @@ extern "C" __global__ void qk_prep(float* q, float* k, float* v, int n, int head
     h16* kr = pool + (i64) page * pageStride + ((i64) head * PAGE + ipos % PAGE) * hd;
     if (kind == 2) kr += (i64) kvHeads * PAGE * hd;
     for (int i = lane; i < hd; i += 32) kr[i] = f2h_sat(y[i]);
+}
+
+// qk_prep (any head dim), qk_prep_hd128 (head dim 128, normThreads 32) and qk_prep_hd256 (256, 64): each form its own
+// kernel (KernelCatalog.qkPrepKernel picks). (One kernel holding the three, dispatched on hd, ran its head-dim-128 path in
+// 7.4 us against 3.7 for the run-time form alone: ncu counted ~70 % of its cycles waiting on instruction fetch; the form
+// alone takes 3.0 us.)
+extern "C" __global__ void qk_prep(float* q, float* k, float* v, int n, int heads, int kvHeads, int hd, int rotaryDim, const float* invFreq,
+                                   const float* qNorm, const float* kNorm, float eps, int normThreads, h16* pool, const int* table,
+                                   const i64* rowTables, i64 pageStride, const int* step, const float* qBias, const float* kBias,
+                                   const float* vBias) {
+    __shared__ float ys[PREP_WARPS][ATTN_MAX_HD];
+    qk_prep_impl<0, 0>(q, k, v, n, heads, kvHeads, hd, rotaryDim, invFreq, qNorm, kNorm, eps, normThreads, pool, table, rowTables,
+                       pageStride, step, qBias, kBias, vBias, ys);
+}
+extern "C" __global__ void qk_prep_hd128(float* q, float* k, float* v, int n, int heads, int kvHeads, int hd, int rotaryDim, const float* invFreq,
+                                         const float* qNorm, const float* kNorm, float eps, int normThreads, h16* pool, const int* table,
+                                         const i64* rowTables, i64 pageStride, const int* step, const float* qBias, const float* kBias,
+                                         const float* vBias) {
+    __shared__ float ys[PREP_WARPS][ATTN_MAX_HD];
+    qk_prep_impl<128, 1>(q, k, v, n, heads, kvHeads, hd, rotaryDim, invFreq, qNorm, kNorm, eps, normThreads, pool, table, rowTables,
+                         pageStride, step, qBias, kBias, vBias, ys);
+}
+extern "C" __global__ void qk_prep_hd256(float* q, float* k, float* v, int n, int heads, int kvHeads, int hd, int rotaryDim, const float* invFreq,
+                                         const float* qNorm, const float* kNorm, float eps, int normThreads, h16* pool, const int* table,
+                                         const i64* rowTables, i64 pageStride, const int* step, const float* qBias, const float* kBias,
+                                         const float* vBias) {
+    __shared__ float ys[PREP_WARPS][ATTN_MAX_HD];
+    qk_prep_impl<256, 2>(q, k, v, n, heads, kvHeads, hd, rotaryDim, invFreq, qNorm, kNorm, eps, normThreads, pool, table, rowTables,
+                         pageStride, step, qBias, kBias, vBias, ys);
 }
 
 #define V_PRE 8   // V rows a thread of the chunked P V loads before the scores (8 is every row for hd 128)
@@ -164,10 +199,20 @@ __device__ __forceinline__ void pv_add(float* a, uint4 vv, float pj) {
 // The partial of one (row t, head h, split s): attn_decode's work before the merge. VPRE: V rows a thread loads before
 // the scores; KPASS: passes of keys whose K loads are in flight at once (how many loads wait at once, and the registers
 // they hold: the sums do not depend on either).
-template <int VPRE, int KPASS>
-__device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, i64 pageStride,
+// HD: 0, the head dim hdRun at run time; 128 or 256 (every model in scope), the head dim as a constant, THREADS threads.
+// Then a thread's K and V rows are loaded whether or not they are keys of the row (a split's 64 rows are all inside its
+// page; rows past the row's keys only feed scores that are not stored and P V terms that are not added), so no bounds
+// check is live across the block's barriers, and the rows' addresses are constant offsets from a thread's base: the
+// same sums in the same order as HD 0.
+template <int VPRE, int KPASS, int HD>
+__device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHeads, int hdRun, const h16* pool, const int* table, i64 pageStride,
                                              float scale, int len, int h, int s, int t, i64 part, float* partO, float* partML,
                                              float* qs, float* p, float* red, float* accs) {
+    constexpr bool FIXED = HD != 0;
+    static_assert(!FIXED || ((HD == 128 || HD == 256) && CHUNK % (KPASS * (THREADS / (HD / 8))) == 0
+                             && CHUNK % (VPRE * (THREADS / (HD / 8))) == 0), "whole passes of a split's rows");
+    const int hd = FIXED ? HD : hdRun;
+    const int nthreads = FIXED ? THREADS : (int) blockDim.x;
     int tid = threadIdx.x;
     int k0 = s * CHUNK, k1 = min(k0 + CHUNK, len);
     int kvh = h / (heads / kvHeads);
@@ -181,17 +226,18 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
     const h16* vb = kb + (i64) kvHeads * PAGE * hd;
     int cnt = k1 - k0, pairs = hd >> 1;
     int c8 = hd >> 3;   // 16-byte chunks (8 halves) of a K or V row
-    bool chunked = (hd & 7) == 0 && (c8 & (c8 - 1)) == 0 && c8 <= 32;   // c8 threads can share a row
+    bool chunked = FIXED || ((hd & 7) == 0 && (c8 & (c8 - 1)) == 0 && c8 <= 32);   // c8 threads can share a row
     if (!chunked) for (int d = tid; d < hd; d += blockDim.x) qs[d] = qr[d];
     // the chunked P V's first VPRE rows of this thread, loaded now: they do not depend on the scores, and their
     // latency then hides behind Q K^T's instead of following the softmax
     uint4 vpre[VPRE];
     if (chunked) {
-        int kg = blockDim.x / c8, g = tid / c8, c = tid % c8;
+        int kg = nthreads / c8, g = tid / c8, c = tid % c8;
+        const h16* vt = vb + g * hd + 8 * c;   // the thread's first V row's chunk (offsets inside a page fit an int)
 #pragma unroll
         for (int u = 0; u < VPRE; u++) {
             int j = g + u * kg;
-            if (j < cnt) vpre[u] = *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c);
+            if (FIXED || j < cnt) vpre[u] = *reinterpret_cast<const uint4*>(vt + u * kg * hd);
         }
     } else {
         __syncthreads();   // qs (the chunked Q K^T reads its 8 q values from q itself: no barrier before its K loads)
@@ -199,21 +245,22 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
     if (chunked) {
         // Q K^T, coalesced: c8 threads per key, a 16-byte chunk each, so that a warp reads whole K rows with
         // 16-byte loads; KPASS passes of keys loaded before any is used (all in flight at once)
-        int kpp = blockDim.x / c8, jt = tid / c8, c = tid % c8;
+        int kpp = nthreads / c8, jt = tid / c8, c = tid % c8;
         const float4* q4 = reinterpret_cast<const float4*>(qr + 8 * c);   // 16-byte aligned: hd is a multiple of 8
         float4 qa = q4[0], qb = q4[1];
+        const h16* kt = kb + jt * hd + 8 * c;   // the thread's first K row's chunk
         for (int jb = 0; jb < cnt; jb += KPASS * kpp) {
             uint4 kk[KPASS];
 #pragma unroll
             for (int ps = 0; ps < KPASS; ps++) {
                 int j = jb + ps * kpp + jt;
-                if (j < cnt) kk[ps] = *reinterpret_cast<const uint4*>(kb + (i64) j * hd + 8 * c);
+                if (FIXED || j < cnt) kk[ps] = *reinterpret_cast<const uint4*>(kt + (jb + ps * kpp) * hd);
             }
 #pragma unroll
             for (int ps = 0; ps < KPASS; ps++) {
                 int j = jb + ps * kpp + jt;
                 float dot = 0.f;
-                if (j < cnt) {
+                if (FIXED || j < cnt) {
                     uint4 k = kk[ps];
                     dot = qa.x * h2f((h16) (k.x & 0xffffu)) + qa.y * h2f((h16) (k.x >> 16)) + qa.z * h2f((h16) (k.y & 0xffffu))
                         + qa.w * h2f((h16) (k.y >> 16)) + qb.x * h2f((h16) (k.z & 0xffffu)) + qb.y * h2f((h16) (k.z >> 16))
@@ -241,10 +288,10 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
     }
     __syncthreads();
     float m = -INFINITY;
-    for (int j = tid; j < cnt; j += blockDim.x) m = fmaxf(m, p[j]);
+    for (int j = tid; j < cnt; j += nthreads) m = fmaxf(m, p[j]);
     m = block_max(m, red);
     float l = 0.f;
-    for (int j = tid; j < cnt; j += blockDim.x) {
+    for (int j = tid; j < cnt; j += nthreads) {
         float e = expf(p[j] - m);
         p[j] = e;
         l += e;
@@ -253,7 +300,8 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
     if (chunked) {
         // P V, coalesced: thread (g, c) sums keys g, g + kg, ... of the 8 dims of chunk c (16-byte loads, 8 in
         // flight); the kg key groups are then added up through shared memory (kg * hd = 8 * blockDim floats)
-        int kg = blockDim.x / c8, g = tid / c8, c = tid % c8;
+        int kg = nthreads / c8, g = tid / c8, c = tid % c8;
+        const h16* vt = vb + g * hd + 8 * c;
         float a[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int u = 0; u < VPRE; u++) {
@@ -267,7 +315,7 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
 #pragma unroll
             for (int u = 0; u < VPRE; u++) {
                 int j = j0 + u * kg;
-                if (j < cnt) vv[u] = *reinterpret_cast<const uint4*>(vb + (i64) j * hd + 8 * c);
+                if (FIXED || j < cnt) vv[u] = *reinterpret_cast<const uint4*>(vt + (j0 - g + u * kg) * hd);
             }
 #pragma unroll
             for (int u = 0; u < VPRE; u++) {
@@ -282,7 +330,7 @@ __device__ __forceinline__ void attn_partial(const float* q, int heads, int kvHe
         dst[0] = lo;
         dst[1] = hi;
         __syncthreads();
-        for (int d = tid; d < hd; d += blockDim.x) {
+        for (int d = tid; d < hd; d += nthreads) {
             float sum = 0.f;
             for (int gg = 0; gg < kg; gg++) sum += accs[gg * hd + d];
             partO[part * hd + d] = sum;
@@ -333,7 +381,8 @@ __device__ void attn_merge(const float* partO, const float* partML, int heads, i
 // row's keys write an empty partial (the launcher rounds the split count up to a power of two, so that a
 // replayed decode step keeps its grid for many positions). K and V are read in pairs; blockDim is a multiple
 // of CHUNK and hd of 2 * blockDim / CHUNK.
-template <int VPRE, int KPASS>
+// HD: attn_partial's (0: the head dim hd at run time; else hd == HD).
+template <int VPRE, int KPASS, int HD>
 __device__ __forceinline__ void attn_decode_impl(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table,
                                                  const i64* rowTables, i64 pageStride, const int* step, float scale, int splits, float* partO,
                                                  float* partML, unsigned* done, float* out, unsigned char* x16) {
@@ -346,7 +395,7 @@ __device__ __forceinline__ void attn_decode_impl(const float* q, int heads, int 
     int len = step_pos(step, t) + 1;
     if (rowTables) table = reinterpret_cast<const int*>(rowTables[t]);   // a decode batch: row t's own sequence
     i64 part = ((i64) t * heads + h) * splits + s;
-    attn_partial<VPRE, KPASS>(q, heads, kvHeads, hd, pool, table, pageStride, scale, len, h, s, t, part, partO, partML, qs, p, red, accs);
+    attn_partial<VPRE, KPASS, HD>(q, heads, kvHeads, hd, pool, table, pageStride, scale, len, h, s, t, part, partO, partML, qs, p, red, accs);
     // the last of the (row, head)'s splits merges them: its partial and every other block's are visible to it
     __threadfence();
     __syncthreads();
@@ -359,21 +408,49 @@ __device__ __forceinline__ void attn_decode_impl(const float* q, int heads, int 
     if (threadIdx.x == 0) *counter = 0u;   // ready for the next launch
 }
 
+// Each form its own kernel: attn_decode(_rows) any head dim, _hd128 / _hd256 that head dim as a constant (attn_partial's
+// HD; KernelCatalog.attnDecodeKernel picks). (One kernel holding the forms, dispatched on hd, ran its head-dim-128 path in
+// 11.9 us against 9.1 for the run-time form alone, ~40 % of its cycles waiting on instruction fetch; alone it takes 8.4 us.)
 // One sequence's rows (a decode step, up to 4 rows of a chunk): 8 V rows a thread and 8 passes of keys in flight at
 // once (for head dims up to 128 every K and V load of a split), for the latency of a few hundred blocks.
-extern "C" __global__ void attn_decode(const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables,
-                                       i64 pageStride, const int* step, float scale, int splits, float* partO, float* partML,
-                                       unsigned* done, float* out, unsigned char* x16) {
-    attn_decode_impl<V_PRE, 8>(q, heads, kvHeads, hd, pool, table, rowTables, pageStride, step, scale, splits, partO, partML, done, out, x16);
+extern "C" __global__ void attn_decode(
+        const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables, i64 pageStride,
+        const int* step, float scale, int splits, float* partO, float* partML, unsigned* done, float* out, unsigned char* x16) {
+    attn_decode_impl<V_PRE, 8, 0>(q, heads, kvHeads, hd, pool, table, rowTables, pageStride, step, scale, splits, partO, partML, done,
+                                  out, x16);
+}
+extern "C" __global__ void attn_decode_hd128(
+        const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables, i64 pageStride,
+        const int* step, float scale, int splits, float* partO, float* partML, unsigned* done, float* out, unsigned char* x16) {
+    attn_decode_impl<V_PRE, 8, 128>(q, heads, kvHeads, hd, pool, table, rowTables, pageStride, step, scale, splits, partO, partML, done,
+                                    out, x16);
+}
+extern "C" __global__ void attn_decode_hd256(
+        const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables, i64 pageStride,
+        const int* step, float scale, int splits, float* partO, float* partML, unsigned* done, float* out, unsigned char* x16) {
+    attn_decode_impl<V_PRE, 8, 256>(q, heads, kvHeads, hd, pool, table, rowTables, pageStride, step, scale, splits, partO, partML, done,
+                                    out, x16);
 }
 // A decode batch (rows of different sequences: thousands of blocks): fewer loads in flight a thread (2 V rows ahead, 4
 // passes of keys), so that twice the blocks fit an SM (at most 64 registers). The same sums as attn_decode (the loads'
 // grouping is not in them).
-extern "C" __global__ void __launch_bounds__(THREADS, 8) attn_decode_rows(const float* q, int heads, int kvHeads, int hd, const h16* pool,
-                                                                           const int* table, const i64* rowTables, i64 pageStride, const int* step,
-                                                                           float scale, int splits, float* partO, float* partML, unsigned* done,
-                                                                           float* out, unsigned char* x16) {
-    attn_decode_impl<2, 4>(q, heads, kvHeads, hd, pool, table, rowTables, pageStride, step, scale, splits, partO, partML, done, out, x16);
+extern "C" __global__ void __launch_bounds__(THREADS, 8) attn_decode_rows(
+        const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables, i64 pageStride,
+        const int* step, float scale, int splits, float* partO, float* partML, unsigned* done, float* out, unsigned char* x16) {
+    attn_decode_impl<2, 4, 0>(q, heads, kvHeads, hd, pool, table, rowTables, pageStride, step, scale, splits, partO, partML, done,
+                              out, x16);
+}
+extern "C" __global__ void __launch_bounds__(THREADS, 8) attn_decode_rows_hd128(
+        const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables, i64 pageStride,
+        const int* step, float scale, int splits, float* partO, float* partML, unsigned* done, float* out, unsigned char* x16) {
+    attn_decode_impl<2, 4, 128>(q, heads, kvHeads, hd, pool, table, rowTables, pageStride, step, scale, splits, partO, partML, done,
+                                out, x16);
+}
+extern "C" __global__ void __launch_bounds__(THREADS, 8) attn_decode_rows_hd256(
+        const float* q, int heads, int kvHeads, int hd, const h16* pool, const int* table, const i64* rowTables, i64 pageStride,
+        const int* step, float scale, int splits, float* partO, float* partML, unsigned* done, float* out, unsigned char* x16) {
+    attn_decode_impl<2, 4, 256>(q, heads, kvHeads, hd, pool, table, rowTables, pageStride, step, scale, splits, partO, partML, done,
+                                out, x16);
 }
 
 // out [n, heads * hd] of (row t, head h) = its merged partials. The splits' weights exp(m_s - M) are computed

@@ -103,34 +103,48 @@ extern "C" __global__ void rmsnorm_gated(const float* x, const float* z, const f
 
 // One channel's causal conv: its K weights (fp32 or fp16 kernel [C, K]) and the window of its last K - 1 inputs
 // (from the state [C, K - 1]), in registers; conv_step takes the next input xi and returns silu(conv).
+// KERNEL: 0, the width K at run time (up to CONV_MAX_KERNEL: the window, indexed by a run-time length, then lives in
+// local memory); else K as a constant (4: every model in scope), whose window stays in registers. The same sums.
+template <int KERNEL>
 struct ConvChannel {
-    float w[CONV_MAX_KERNEL], win[CONV_MAX_KERNEL];
-    int hist;
+    static constexpr int N = KERNEL ? KERNEL : CONV_MAX_KERNEL;
+    float w[N], win[N];
+    int histRun;
+    __device__ __forceinline__ int hist() const { return KERNEL ? KERNEL - 1 : histRun; }
 };
-__device__ __forceinline__ ConvChannel conv_load(int c, const float* wF32, const h16* wF16, int kernel, const float* state) {
-    ConvChannel ch;
-    ch.hist = kernel - 1;
+template <int KERNEL>
+__device__ __forceinline__ ConvChannel<KERNEL> conv_load(int c, const float* wF32, const h16* wF16, int kernel, const float* state) {
+    static_assert(KERNEL >= 0 && KERNEL <= CONV_MAX_KERNEL, "a conv width the kernels take");
+    ConvChannel<KERNEL> ch;
+    if (KERNEL) kernel = KERNEL;
+    ch.histRun = kernel - 1;
+    int hist = ch.hist();
 #pragma unroll
-    for (int j = 0; j < CONV_MAX_KERNEL; j++) {
+    for (int j = 0; j < ch.N; j++) {
         ch.w[j] = j < kernel ? (wF32 != nullptr ? wF32[(i64) c * kernel + j] : h2f(wF16[(i64) c * kernel + j])) : 0.f;
-        ch.win[j] = j < ch.hist ? state[(i64) c * ch.hist + j] : 0.f;
+        ch.win[j] = j < hist ? state[(i64) c * hist + j] : 0.f;
     }
     return ch;
 }
-__device__ __forceinline__ float conv_step(ConvChannel& ch, float xi) {
-    int hist = ch.hist;
+template <int KERNEL>
+__device__ __forceinline__ float conv_step(ConvChannel<KERNEL>& ch, float xi) {
+    int hist = ch.hist();
     float acc = ch.w[hist] * xi;   // window slot hist is the current row
 #pragma unroll
-    for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
+    for (int j = 0; j < ch.N - 1; j++)
         if (j < hist) acc += ch.w[j] * ch.win[j];
 #pragma unroll
-    for (int j = 0; j < CONV_MAX_KERNEL - 1; j++)
+    for (int j = 0; j < ch.N - 1; j++)
         if (j + 1 < hist) ch.win[j] = ch.win[j + 1];
     if (hist > 0) ch.win[hist - 1] = xi;
     return acc * sigmoidf(acc);
 }
-__device__ __forceinline__ void conv_store(const ConvChannel& ch, int c, float* state) {
-    for (int j = 0; j < ch.hist; j++) state[(i64) c * ch.hist + j] = ch.win[j];
+template <int KERNEL>
+__device__ __forceinline__ void conv_store(const ConvChannel<KERNEL>& ch, int c, float* state) {
+    int hist = ch.hist();
+#pragma unroll
+    for (int j = 0; j < ch.N - 1; j++)
+        if (j < hist) state[(i64) c * hist + j] = ch.win[j];
 }
 
 // decay = -exp(aLog[h]) * softplus(alpha + dtBias[h]) (torch softplus: linear above 20), beta = sigmoid(beta) of
@@ -148,13 +162,23 @@ __device__ __forceinline__ void delta_gate(i64 i, int heads, const float* alpha,
 // Causal depthwise conv1d + SiLU over x [n, C], one thread per channel walking its rows in order; the
 // window of the last K-1 inputs starts from the state and ends there. out may alias x (each input is
 // read before its row is written). kernel [C, K] fp32 (wF32) or fp16 (wF16), one of them null.
-extern "C" __global__ void causal_conv1d(const float* x, int n, int channels, const float* wF32, const h16* wF16, int kernel,
-                                         float* state, float* out) {
+template <int KERNEL>
+__device__ __forceinline__ void causal_conv1d_impl(const float* x, int n, int channels, const float* wF32, const h16* wF16, int kernel,
+                                                   float* state, float* out) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= channels) return;
-    ConvChannel ch = conv_load(c, wF32, wF16, kernel, state);
+    ConvChannel<KERNEL> ch = conv_load<KERNEL>(c, wF32, wF16, kernel, state);
     for (int t = 0; t < n; t++) out[(i64) t * channels + c] = conv_step(ch, x[(i64) t * channels + c]);
     conv_store(ch, c, state);
+}
+// causal_conv1d: any width; causal_conv1d_k4: width 4 (each form its own kernel, as gdn_inputs below)
+extern "C" __global__ void causal_conv1d(const float* x, int n, int channels, const float* wF32, const h16* wF16, int kernel,
+                                         float* state, float* out) {
+    causal_conv1d_impl<0>(x, n, channels, wF32, wF16, kernel, state, out);
+}
+extern "C" __global__ void causal_conv1d_k4(const float* x, int n, int channels, const float* wF32, const h16* wF16, int kernel,
+                                            float* state, float* out) {
+    causal_conv1d_impl<4>(x, n, channels, wF32, wF16, kernel, state, out);
 }
 
 // decay = -exp(aLog[h]) * softplus(alpha + dtBias[h]) (torch softplus: linear above 20), betaOut = sigmoid(beta),
@@ -175,10 +199,10 @@ extern "C" __global__ void delta_gates(const float* alpha, const float* beta, co
 // seg > 0 (one sequence, a prefill chunk): rows in segments of seg (gridDim.y of them), each block running its segment's
 // rows from the window gdn_halo left in halo (segment 0's the state): the same inputs, so the same bits as one walk over
 // every row; the last segment's blocks store the state.
-extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, const float* wF32, const h16* wF16, int kernel, float* state, int dk,
-                                      float eps, float* q, float* k, float* v, float* alpha, float* beta, const float* aLog, const float* dtBias,
-                                      int heads, const i64* rowStates, int seg, const float* halo) {
-    __shared__ float red[32];
+template <int KERNEL>
+__device__ __forceinline__ void gdn_inputs_impl(float* qkv, int n, int qk, int vCols, const float* wF32, const h16* wF16, int kernel, float* state,
+                                                int dk, float eps, float* q, float* k, float* v, float* alpha, float* beta, const float* aLog,
+                                                const float* dtBias, int heads, const i64* rowStates, int seg, const float* halo, float* red) {
     int channels = 2 * qk + vCols, qkBlocks = 2 * qk / dk, vBlocks = (vCols + blockDim.x - 1) / blockDim.x;
     int b = blockIdx.x, tid = threadIdx.x;
     int t0 = 0, t1 = n;   // the rows this block runs
@@ -202,8 +226,8 @@ extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, cons
     bool norm = b < qkBlocks;
     int c = norm ? b * dk + tid : 2 * qk + (b - qkBlocks) * blockDim.x + tid;   // this thread's channel
     bool on = norm ? tid < dk : c < channels;
-    ConvChannel ch;
-    if (on) ch = conv_load(c, wF32, wF16, kernel, window);
+    ConvChannel<KERNEL> ch;
+    if (on) ch = conv_load<KERNEL>(c, wF32, wF16, kernel, window);
     for (int t = t0; t < t1; t++) {
         float y = 0.f;
         if (on) {
@@ -224,6 +248,20 @@ extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, cons
         }
     }
     if (on && store) conv_store(ch, c, state);
+}
+// gdn_inputs: any conv width; gdn_inputs_k4: width 4 (every model in scope: its window in registers). Each form its own
+// kernel (attention.cu's qk_prep says why).
+extern "C" __global__ void gdn_inputs(float* qkv, int n, int qk, int vCols, const float* wF32, const h16* wF16, int kernel, float* state,
+                                      int dk, float eps, float* q, float* k, float* v, float* alpha, float* beta, const float* aLog,
+                                      const float* dtBias, int heads, const i64* rowStates, int seg, const float* halo) {
+    __shared__ float red[32];
+    gdn_inputs_impl<0>(qkv, n, qk, vCols, wF32, wF16, kernel, state, dk, eps, q, k, v, alpha, beta, aLog, dtBias, heads, rowStates, seg, halo, red);
+}
+extern "C" __global__ void gdn_inputs_k4(float* qkv, int n, int qk, int vCols, const float* wF32, const h16* wF16, int kernel, float* state,
+                                         int dk, float eps, float* q, float* k, float* v, float* alpha, float* beta, const float* aLog,
+                                         const float* dtBias, int heads, const i64* rowStates, int seg, const float* halo) {
+    __shared__ float red[32];
+    gdn_inputs_impl<4>(qkv, n, qk, vCols, wF32, wF16, kernel, state, dk, eps, q, k, v, alpha, beta, aLog, dtBias, heads, rowStates, seg, halo, red);
 }
 
 // gdn_inputs' windows for seg-row segments of qkv [n, channels] (before it runs): segment s's the raw inputs of rows

@@ -196,6 +196,33 @@ public final class KernelCatalog {
         return headDim <= ATTN_PREFILL_NARROW_HEAD_DIM ? "attn_prefill" : "attn_prefill_wide";
     }
 
+    /**
+     * The decode attention kernel for a head dim (rows: a decode batch's, attn_decode_rows): head dims 128 and 256 (every model
+     * in scope) have their own kernels with the head dim as a constant, any other the run-time form. Each form is its own
+     * kernel: one kernel body holding all three ran its constant path slower than the run-time form alone (instruction fetch).
+     */
+    public static String attnDecodeKernel(int headDim, boolean rows) {
+        return (rows ? "attn_decode_rows" : "attn_decode") + fixedHeadDimForm(headDim);
+    }
+
+    /** qk_prep's kernel for a head dim and the norm's threads (CudaBackend.normThreads): as attnDecodeKernel. */
+    public static String qkPrepKernel(int headDim, int normThreads) {
+        boolean fixed = (headDim == 128 && normThreads == 32) || (headDim == 256 && normThreads == 64);
+        return "qk_prep" + (fixed ? fixedHeadDimForm(headDim) : "");
+    }
+
+    private static String fixedHeadDimForm(int headDim) {
+        return headDim == 128 || headDim == 256 ? "_hd" + headDim : "";
+    }
+
+    /** The conv width of causal_conv1d_k4 and gdn_inputs_k4 (every model in scope; others run the run-time form). */
+    public static final int CONV_FIXED_KERNEL = 4;
+
+    /** causal_conv1d's or gdn_inputs' kernel for a conv width (as attnDecodeKernel). */
+    public static String convKernel(String base, int width) {
+        return width == CONV_FIXED_KERNEL ? base + "_k" + CONV_FIXED_KERNEL : base;
+    }
+
     /** Prefill attention: keys per tile for headDim <= 128 (half that above: attnPrefillKeyTile). */
     public static final int ATTN_PREFILL_KEY_TILE = 64;
 
@@ -248,9 +275,11 @@ public final class KernelCatalog {
             add("gemm", "dequant_" + t, ew, 0);
         }
         add("attention", "kv_store", ew, 0);
-        add("attention", "attn_decode", ATTN_THREADS, 0);
-        add("attention", "attn_decode_rows", ATTN_THREADS, 0);
-        add("attention", "qk_prep", 32 * PREP_WARPS, 0);
+        for (String form : List.of("", "_hd128", "_hd256")) {   // (attnDecodeKernel, qkPrepKernel)
+            add("attention", "attn_decode" + form, ATTN_THREADS, 0);
+            add("attention", "attn_decode_rows" + form, ATTN_THREADS, 0);
+            add("attention", "qk_prep" + form, 32 * PREP_WARPS, 0);
+        }
         add("attention", "attn_prefill", ATTN_THREADS, attnPrefillSmemBytes(ATTN_PREFILL_NARROW_HEAD_DIM));
         add("attention", "attn_prefill_wide", ATTN_THREADS, attnPrefillSmemBytes(ATTN_MAX_HEAD_DIM));
         add("logits", "argmax_rows", ew, 0);
@@ -268,7 +297,8 @@ public final class KernelCatalog {
         add("gemv", "expert_group_prep", EXPERT_GROUP_PREP_THREADS, 0);
         for (String t : allWeightSuffixes()) if (expertGroupMma(t)) add("gemv", "expert_group_mma_" + t, 32 * GEMV_MMA_WARPS, 0);
         for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates",
-                "moe_route", "moe_combine", "moe_output", "sigmoid_gate_rows", "gather_columns", "gdn_inputs", "gdn_halo")) {
+                "moe_route", "moe_combine", "moe_output", "sigmoid_gate_rows", "gather_columns", "gdn_inputs", "gdn_halo", "causal_conv1d_k4",
+                "gdn_inputs_k4")) {
             add("hybrid", k, ew, 0);
         }
         add("hybrid", "moe_output_norm", NORM_MAX_THREADS, 0);

@@ -31,6 +31,28 @@ class KernelCatalogRoutingTest {
         assertFalse(KernelCatalog.gemvMma("q8_0"), "Q8_0 batches stay on gemv8_x16 (measured slower on the tensor cores)");
     }
 
+    /** Head dims 128 and 256 (with their norms' thread counts) and conv width 4 take the kernels of their shape; others the run-time forms. */
+    @Test
+    void shapesTakeTheirOwnKernels() {
+        assertEquals("attn_decode_hd128", KernelCatalog.attnDecodeKernel(128, false));
+        assertEquals("attn_decode_rows_hd256", KernelCatalog.attnDecodeKernel(256, true));
+        assertEquals("attn_decode", KernelCatalog.attnDecodeKernel(64, false));
+        assertEquals("attn_decode_rows", KernelCatalog.attnDecodeKernel(192, true));
+        assertEquals("qk_prep_hd128", KernelCatalog.qkPrepKernel(128, 32));
+        assertEquals("qk_prep_hd256", KernelCatalog.qkPrepKernel(256, 64));
+        assertEquals("qk_prep", KernelCatalog.qkPrepKernel(128, 64), "another norm order: the run-time form");
+        assertEquals("qk_prep", KernelCatalog.qkPrepKernel(80, 32));
+        assertEquals("gdn_inputs_k4", KernelCatalog.convKernel("gdn_inputs", 4));
+        assertEquals("causal_conv1d", KernelCatalog.convKernel("causal_conv1d", 3));
+        for (int hd : new int[] {64, 128, 192, 256}) {
+            for (boolean rows : new boolean[] {false, true}) assertTrue(KernelCatalog.has(KernelCatalog.attnDecodeKernel(hd, rows)), hd + " " + rows);
+            for (int threads : new int[] {32, 64}) assertTrue(KernelCatalog.has(KernelCatalog.qkPrepKernel(hd, threads)), hd + " " + threads);
+        }
+        for (int k = 2; k <= KernelCatalog.CONV_MAX_KERNEL; k++) {
+            assertTrue(KernelCatalog.has(KernelCatalog.convKernel("gdn_inputs", k)) && KernelCatalog.has(KernelCatalog.convKernel("causal_conv1d", k)), "width " + k);
+        }
+    }
+
     @Test
     void tensorCoreBatchesTakeWholeChunksAndAlignedRows() {
         // every type: whole 64-column chunks

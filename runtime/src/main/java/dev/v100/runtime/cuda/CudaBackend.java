@@ -82,8 +82,8 @@ public final class CudaBackend implements Backend {
     private int lastLayer = -1;
     private boolean closed;
     // the fixed kernels, resolved once
-    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kAttnDecode, kAttnDecodeRows, kQkPrep, kMoeOutputNorm,
-            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kConv, kDeltaGates, kDeltaRule, kDeltaStep, kChunkPrep, kChunkScan, kRoute, kRouterRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnInputs, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep, kF16Rows, kF16RowsMulti;
+    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kMoeOutputNorm,
+            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kDeltaGates, kDeltaRule, kDeltaStep, kChunkPrep, kChunkScan, kRoute, kRouterRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep, kF16Rows, kF16RowsMulti;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -124,6 +124,19 @@ public final class CudaBackend implements Backend {
     static final String GDN_CHUNKED_PROPERTY = "v100.cuda.gdnChunked";
     boolean gdnChunked = !"false".equals(System.getProperty(GDN_CHUNKED_PROPERTY));
     int gdnChunkedMinRows = Integer.getInteger("v100.cuda.gdnChunkedMinRows", KernelCatalog.GDN_CHUNKED_MIN_ROWS);
+    /**
+     * Decode attention, qk_prep and the conv run the kernels of their shape where it has one (head dim 128 or 256, conv
+     * width 4: KernelCatalog.attnDecodeKernel, qkPrepKernel, convKernel; the same sums as the run-time forms);
+     * {@code -Dv100.cuda.shapeKernels=false} runs the run-time forms everywhere (a measurement knob; tests set the field and
+     * compare the two bit for bit).
+     */
+    static final String SHAPE_KERNELS_PROPERTY = "v100.cuda.shapeKernels";
+    boolean shapeKernels = !"false".equals(System.getProperty(SHAPE_KERNELS_PROPERTY));
+
+    /** The kernel of a shape's own form (name), or the run-time form where shapeKernels is off. */
+    private CudaKernel shaped(String name, String runTimeForm) {
+        return device.kernel(shapeKernels ? name : runTimeForm);
+    }
 
     /** A backend on {@code device} (which it retains until {@link #close}). */
     public CudaBackend(CudaDevice device, String name) {
@@ -155,9 +168,6 @@ public final class CudaBackend implements Backend {
         kRmsNorm = device.kernel("rmsnorm");
         kRope = device.kernel("rope_neox");
         kKvStore = device.kernel("kv_store");
-        kAttnDecode = device.kernel("attn_decode");
-        kAttnDecodeRows = device.kernel("attn_decode_rows");
-        kQkPrep = device.kernel("qk_prep");
         kMoeOutputNorm = device.kernel("moe_output_norm");
         kAttnPrefill = device.kernel("attn_prefill");
         kAttnPrefillWide = device.kernel("attn_prefill_wide");
@@ -167,7 +177,6 @@ public final class CudaBackend implements Backend {
         kSigmoidMul = device.kernel("sigmoid_mul");
         kL2Norm = device.kernel("l2norm");
         kRmsNormGated = device.kernel("rmsnorm_gated");
-        kConv = device.kernel("causal_conv1d");
         kDeltaGates = device.kernel("delta_gates");
         kDeltaRule = device.kernel("gated_delta_rule");
         kDeltaStep = device.kernel("gated_delta_step");
@@ -179,7 +188,6 @@ public final class CudaBackend implements Backend {
         kGroupPrep = device.kernel("expert_group_prep");
         kCombine = device.kernel("moe_combine");
         kMoeOutput = device.kernel("moe_output");
-        kGdnInputs = device.kernel("gdn_inputs");
         kGdnHalo = device.kernel("gdn_halo");
         kGatherColumns = device.kernel("gather_columns");
         kGateRows = device.kernel("sigmoid_gate_rows");
@@ -1041,7 +1049,8 @@ public final class CudaBackend implements Backend {
         }
         if (prep.headDim != hd) throw new BackendException(op + ": head dim " + prep.headDim + " against a cache of head dim " + hd);
         long warps = (long) n * (heads + 2 * kvHeads);
-        device.launch(kQkPrep).ptr(qb.address).ptr(kb.address).ptr(vb.address).i32(n).i32(heads).i32(kvHeads).i32(hd).i32(prep.rope.rotaryDim())
+        device.launch(shaped(KernelCatalog.qkPrepKernel(hd, prep.normThreads), "qk_prep"))
+                .ptr(qb.address).ptr(kb.address).ptr(vb.address).i32(n).i32(heads).i32(kvHeads).i32(hd).i32(prep.rope.rotaryDim())
                 .ptr(prep.freqs).ptr(prep.qNorm == null ? 0 : prep.qNorm.vector).ptr(prep.kNorm == null ? 0 : prep.kNorm.vector)
                 .f32(prep.eps).i32(prep.normThreads).ptr(pool).ptr(table).ptr(rowTables).i64(stride).ptr(step)
                 .ptr(prep.qBias).ptr(prep.kBias).ptr(prep.vBias)
@@ -1091,7 +1100,8 @@ public final class CudaBackend implements Backend {
         long step = device.stepBlock();
         store(prep == null ? "attention" : "normRopeAttention", prep, qb, kb, vb, n, heads, c.kvHeads, hd, pool, c.table, 0, stride, step);
         if (n <= DECODE_ATTENTION_MAX_ROWS) {
-            device.launch(kAttnDecode).ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).ptr(0).i64(stride).ptr(step).f32(scale)
+            device.launch(shaped(KernelCatalog.attnDecodeKernel(hd, false), "attn_decode"))
+                    .ptr(qb.address).i32(heads).i32(c.kvHeads).i32(hd).ptr(pool).ptr(c.table).ptr(0).i64(stride).ptr(step).f32(scale)
                     .i32(splits).ptr(partO).ptr(partML).ptr(done).ptr(ob.address).ptr(x16).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
             if (x16 != 0) x16Made(ob, x16);
         } else {
@@ -1246,7 +1256,8 @@ public final class CudaBackend implements Backend {
         long step = device.stepBlock();
         store(prep == null ? "attentionRows" : "normRopeAttentionRows", prep, qb, kb, vb, n, heads, c0.kvHeads, hd, pool, c0.table, tables, stride, step);
         // (attn_decode_rows: attn_decode's sums with fewer loads in flight a block, for twice the blocks an SM)
-        device.launch(kAttnDecodeRows).ptr(qb.address).i32(heads).i32(c0.kvHeads).i32(hd).ptr(pool).ptr(c0.table).ptr(tables).i64(stride).ptr(step)
+        device.launch(shaped(KernelCatalog.attnDecodeKernel(hd, true), "attn_decode_rows"))
+                .ptr(qb.address).i32(heads).i32(c0.kvHeads).i32(hd).ptr(pool).ptr(c0.table).ptr(tables).i64(stride).ptr(step)
                 .f32(scale).i32(splits).ptr(partO).ptr(partML).ptr(done).ptr(ob.address).ptr(0).go(heads, splits, n, KernelCatalog.ATTN_THREADS, 0);
         checked("attentionRows", ob);
         return true;
@@ -1465,7 +1476,8 @@ public final class CudaBackend implements Backend {
             if (s.convBytes() > 0) Cuda.check(cuMemsetD32Async(s.conv, 0, s.convBytes() / 4, device.stream()), "cuMemsetD32Async", "resetting a conv state");
         }
         if (xb.rows > 0) {
-            device.launch(kConv).ptr(xb.address).i32(xb.rows).i32(xb.cols).ptr(w.type == GgmlType.F32 ? w.address : 0)
+            device.launch(shaped(KernelCatalog.convKernel("causal_conv1d", k), "causal_conv1d"))
+                    .ptr(xb.address).i32(xb.rows).i32(xb.cols).ptr(w.type == GgmlType.F32 ? w.address : 0)
                     .ptr(w.type == GgmlType.F16 ? w.address : 0).i32(k).ptr(s.conv).ptr(ob.address)
                     .go((xb.cols + EW - 1) / EW, 1, 1, EW, 0);
         }
@@ -1557,7 +1569,8 @@ public final class CudaBackend implements Backend {
                 device.launch(kGdnHalo).ptr(g.xb.address).i32(g.xb.cols).i32(hist).i32(seg).i32(gridY).ptr(state).ptr(halo).go(blocks(elems), 1, 1, EW, 0);
             }
         }
-        device.launch(kGdnInputs).ptr(g.xb.address).i32(n).i32(qk).i32(g.vb.cols).ptr(g.w.type == GgmlType.F32 ? g.w.address : 0)
+        device.launch(shaped(KernelCatalog.convKernel("gdn_inputs", (int) g.w.cols), "gdn_inputs"))
+                .ptr(g.xb.address).i32(n).i32(qk).i32(g.vb.cols).ptr(g.w.type == GgmlType.F32 ? g.w.address : 0)
                 .ptr(g.w.type == GgmlType.F16 ? g.w.address : 0).i32((int) g.w.cols).ptr(state).i32(keyHeadDim).f32(l2Eps).ptr(g.qb.address)
                 .ptr(g.kb.address).ptr(g.vb.address).ptr(g.ab.address).ptr(g.bb.address).ptr(g.al.vector).ptr(g.dt.vector).i32(g.ab.cols)
                 .ptr(rowStates).i32(seg).ptr(halo).go(blocks, gridY, 1, threads, 0);

@@ -3,8 +3,9 @@ package dev.v100.runtime.cuda;
 import org.bytedeco.cuda.cudart.CUfunc_st;
 
 /**
- * A kernel of the loaded modules, resolved once (launchers keep these in fields: no name lookups per
- * launch), with the step parameters it reads from the device's step block ({@link LaunchQueue}).
+ * A kernel of the loaded modules, resolved once (launchers keep these in fields, or look up the form a shape takes by
+ * its name: KernelCatalog.attnDecodeKernel and the like), with the step parameters it reads from the device's step block
+ * ({@link LaunchQueue}).
  */
 final class CudaKernel {
     /** Reads the step position (rope, KV store, qk_prep, attention). */
@@ -24,8 +25,9 @@ final class CudaKernel {
 
     static int readsOf(String name) {
         if (name.startsWith("embed_")) return READS_IDS;
+        if (name.startsWith("qk_prep") || name.startsWith("attn_decode")) return READS_POS;   // (and their _hdN forms)
         return switch (name) {
-            case "rope_neox", "kv_store", "qk_prep", "attn_decode", "attn_decode_rows", "attn_prefill", "attn_prefill_wide" -> READS_POS;
+            case "rope_neox", "kv_store", "attn_prefill", "attn_prefill_wide" -> READS_POS;
             default -> 0;
         };
     }

@@ -52,15 +52,20 @@ class CudaAttentionTest {
     /**
      * A decode batch's attention (attentionRows: one launch per kernel, each row's position from the step
      * block and its own cache's block table) against the reference per row, for sequences of different
-     * lengths (page and split edges), then ropeRows against rope row by row.
+     * lengths (page and split edges), then ropeRows against rope row by row. Head dims 64, 128 and 256: each batch row
+     * equals the row alone through attn_decode bit for bit, where at 256 the batch kernel takes the head dim at run time and
+     * attn_decode as a constant (attn_partial's HD), at 128 both as a constant with different loads in flight.
      */
-    @Test
-    void decodeBatchRowsEachInTheirOwnCache() {
-        Geometry g = new Geometry(8, 2, 64);
+    @TestFactory
+    Stream<DynamicTest> decodeBatchRowsEachInTheirOwnCache() {
+        return Stream.of(64, 128, 256).map(hd -> DynamicTest.dynamicTest("head dim " + hd, () -> decodeBatchRows(new Geometry(8, 2, hd))));
+    }
+
+    private static void decodeBatchRows(Geometry g) {
         int hd = g.headDim(), qCols = g.heads() * hd, kvCols = g.kvHeads() * hd;
         int[] lengths = {0, 63, 64, 200, 5, 129};   // positions before this step's token
         float scale = 0.125f;
-        try (CudaBackend b = backend("attn rows")) {
+        try (CudaBackend b = backend("attn rows " + hd)) {
             SplittableRandom rnd = new SplittableRandom(5);
             int n = lengths.length;
             KvCache[] caches = new KvCache[n];
@@ -233,6 +238,60 @@ class CudaAttentionTest {
                 assertArrayEquals(b.read(parts[1]), b.read(fused[1]), c + " batch: k");
                 assertArrayEquals(b.read(parts[2]), b.read(fused[2]), c + " batch: v");
                 assertArrayEquals(b.read(parts[3]), b.read(fused[3]), c + " batch: the attention output");
+            }
+        }
+    }
+
+    /**
+     * The kernels of a shape (qk_prep_hd128 / _hd256, attn_decode_hd128 / _hd256 and their _rows: the head dim a constant,
+     * the rows of a split loaded without bounds checks) are the run-time forms bit for bit: normRopeAttention through
+     * prefill chunks, decode rows at page and split edges and a decode batch, with CudaBackend.shapeKernels on and off. Head
+     * dims 128 (with and without q/k norms) and 256 (norms, partial rotary), the forms the models in scope take.
+     */
+    @Test
+    void shapeKernelsAreTheRunTimeFormsBitForBit() {
+        record Case(Geometry g, int rotaryDim, boolean norms) {}
+        Case[] cases = {new Case(new Geometry(8, 2, 128), 128, false), new Case(new Geometry(8, 2, 128), 128, true),
+                new Case(new Geometry(4, 2, 256), 64, true)};
+        try (CudaBackend b = backend("shape kernels")) {
+            SplittableRandom rnd = new SplittableRandom(41);
+            for (Case c : cases) {
+                Geometry g = c.g();
+                int hd = g.headDim(), qCols = g.heads() * hd, kvCols = g.kvHeads() * hd, capacity = 300;
+                float eps = 1e-6f, scale = (float) (1 / Math.sqrt(hd));
+                dev.v100.runtime.backend.Rope rope = dev.v100.runtime.backend.Rope.of(
+                        new dev.v100.formats.bundle.ModelConfig.Rope(1e6, c.rotaryDim(), "neox", null, false), null);
+                dev.v100.runtime.backend.Weight qn = c.norms() ? b.weight("blk.0.attn_q_norm.weight", dev.v100.formats.ggml.GgmlType.F32, new long[] {hd},
+                        CudaOpsTest.f32Bytes(halves(rnd, hd, 1))) : null;
+                dev.v100.runtime.backend.Weight kn = c.norms() ? b.weight("blk.0.attn_k_norm.weight", dev.v100.formats.ggml.GgmlType.F32, new long[] {hd},
+                        CudaOpsTest.f32Bytes(halves(rnd, hd, 1))) : null;
+                KvCache[] shaped = {b.allocateKvCache(g.kvHeads(), hd, capacity), b.allocateKvCache(g.kvHeads(), hd, capacity)};
+                KvCache[] runTime = {b.allocateKvCache(g.kvHeads(), hd, capacity), b.allocateKvCache(g.kvHeads(), hd, capacity)};
+                int pos = 0;
+                // a prefill chunk, decode rows (the last split short, then full at 64), a chunk across pages, decode rows
+                for (int n : new int[] {40, 1, 3, 19, 1, 100, 1, 1}) {
+                    String what = c + " at " + pos + ", " + n + " rows";
+                    float[] q = halves(rnd, n * qCols, 4), k = halves(rnd, n * kvCols, 4), v = halves(rnd, n * kvCols, 1);
+                    Buffer[] viaShape = io(b, n, qCols, kvCols, q, k, v), viaRunTime = io(b, n, qCols, kvCols, q, k, v);
+                    b.shapeKernels = true;
+                    b.normRopeAttention(viaShape[0], viaShape[1], viaShape[2], null, qn, kn, eps, hd, rope, shaped[0], pos, scale, viaShape[3]);
+                    b.shapeKernels = false;
+                    b.normRopeAttention(viaRunTime[0], viaRunTime[1], viaRunTime[2], null, qn, kn, eps, hd, rope, runTime[0], pos, scale, viaRunTime[3]);
+                    String[] names = {"q", "k", "v", "the attention output"};
+                    for (int i = 0; i < 4; i++) assertArrayEquals(b.read(viaRunTime[i]), b.read(viaShape[i]), what + ": " + names[i]);
+                    pos += n;
+                }
+                // a decode batch: the first row at the sequence above, the second in a cache of its own at 0, then at 1
+                for (int[] positions : new int[][] {{pos, 0}, {pos + 1, 1}}) {
+                    float[] q = halves(rnd, 2 * qCols, 4), k = halves(rnd, 2 * kvCols, 4), v = halves(rnd, 2 * kvCols, 1);
+                    Buffer[] viaShape = io(b, 2, qCols, kvCols, q, k, v), viaRunTime = io(b, 2, qCols, kvCols, q, k, v);
+                    b.shapeKernels = true;
+                    b.normRopeAttentionRows(viaShape[0], viaShape[1], viaShape[2], null, qn, kn, eps, hd, rope, shaped, positions.clone(), scale, viaShape[3]);
+                    b.shapeKernels = false;
+                    b.normRopeAttentionRows(viaRunTime[0], viaRunTime[1], viaRunTime[2], null, qn, kn, eps, hd, rope, runTime, positions.clone(), scale,
+                            viaRunTime[3]);
+                    assertArrayEquals(b.read(viaRunTime[3]), b.read(viaShape[3]), c + " batch at " + Arrays.toString(positions) + ": the output");
+                }
             }
         }
     }

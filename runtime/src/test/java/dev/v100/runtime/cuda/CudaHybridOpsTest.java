@@ -578,7 +578,8 @@ class CudaHybridOpsTest {
 
     /**
      * gdnInputs (one launch) bit for bit as the ops one by one (conv, three column copies, two l2 norms, the gates): key
-     * head dims 128 and 48 (a block not a multiple of 32 wide), fp32 and fp16 conv kernels, chunks of 5, 1, 70, 16, 17 and
+     * head dims 128 and 48 (a block not a multiple of 32 wide), fp32 and fp16 conv kernels of width 4 (a constant in the
+     * kernels) and 3 (at run time), chunks of 5, 1, 70, 16, 17 and
      * 1 rows (the conv state carried; 70 and 17 rows in segments, their windows from gdn_halo), and the states they leave
      * (each chunk's outputs start from the last one's).
      */
@@ -587,9 +588,10 @@ class CudaHybridOpsTest {
         try (CudaBackend gpu = backend("hybrid-gdn-inputs")) {
             SplittableRandom r = new SplittableRandom(37);
             for (int dk : new int[] {128, 48})
-            for (GgmlType ct : new GgmlType[] {GgmlType.F32, GgmlType.F16}) {
-                int hk = 2, hv = 4, dv = 64, kernel = 4, qk = hk * dk, vCols = hv * dv, channels = 2 * qk + vCols;
-                String what = "dk " + dk + ", " + ct + " conv";
+            for (GgmlType ct : new GgmlType[] {GgmlType.F32, GgmlType.F16})
+            for (int kernel : new int[] {4, 3}) {
+                int hk = 2, hv = 4, dv = 64, qk = hk * dk, vCols = hv * dv, channels = 2 * qk + vCols;
+                String what = "dk " + dk + ", " + ct + " conv of width " + kernel;
                 float[] cw = halves(r, channels * kernel, 1);
                 Weight conv = ct == GgmlType.F32 ? f32(gpu, "blk.0.ssm_conv1d.weight", cw, channels, kernel)
                         : gpu.weight("blk.0.ssm_conv1d.weight", GgmlType.F16, new long[] {channels, kernel}, f16Bytes(cw));
@@ -621,6 +623,70 @@ class CudaHybridOpsTest {
                 }
             }
         }
+    }
+
+    /**
+     * The conv's kernels of width 4 (gdn_inputs_k4, causal_conv1d_k4: the window in registers) are the run-time forms bit
+     * for bit: gdnInputs over chunks of 5, 1, 70 (in segments), 1, 17 and 1 rows, causalConv1d over the same, and a decode
+     * batch's gdnInputsRows, with CudaBackend.shapeKernels on and off (their states carried separately), fp32 and fp16
+     * conv weights.
+     */
+    @Test
+    void convShapeKernelsAreTheRunTimeFormsBitForBit() {
+        try (CudaBackend gpu = backend("hybrid-conv-forms")) {
+            SplittableRandom r = new SplittableRandom(43);
+            for (GgmlType ct : new GgmlType[] {GgmlType.F32, GgmlType.F16}) {
+                int dk = 128, hk = 2, hv = 4, dv = 64, kernel = 4, qk = hk * dk, vCols = hv * dv, channels = 2 * qk + vCols;
+                float[] cw = halves(r, channels * kernel, 1);
+                Weight conv = ct == GgmlType.F32 ? f32(gpu, "blk.0.ssm_conv1d.weight", cw, channels, kernel)
+                        : gpu.weight("blk.0.ssm_conv1d.weight", GgmlType.F16, new long[] {channels, kernel}, f16Bytes(cw));
+                Weight aLog = f32(gpu, "blk.0.ssm_a", halves(r, hv, 1), hv), dt = f32(gpu, "blk.0.ssm_dt.bias", halves(r, hv, 1), hv);
+                LinearAttentionState[] states = new LinearAttentionState[6];   // [shape, run-time] x [gdnInputs, causalConv1d, batch row 2]
+                for (int i = 0; i < states.length; i++) states[i] = gpu.allocateLinearState(channels, kernel, hv, dk, dv);
+                int pos = 0;
+                for (int n : new int[] {5, 1, 70, 1, 17, 1}) {
+                    String what = ct + " conv, " + n + " rows at " + pos;
+                    float[] x = halves(r, n * channels, 1), a = halves(r, n * hv, 2), bt = halves(r, n * hv, 2);
+                    float[][] got = new float[2][];
+                    for (int form = 0; form < 2; form++) {
+                        gpu.shapeKernels = form == 0;
+                        Buffer[] f = {put(gpu, x, n, channels), gpu.allocate("q", n, qk), gpu.allocate("k", n, qk), gpu.allocate("v", n, vCols),
+                                put(gpu, a, n, hv), put(gpu, bt, n, hv)};
+                        gpu.gdnInputs(f[0], conv, states[form], pos, dk, 1e-6f, f[1], f[2], f[3], f[4], f[5], aLog, dt);
+                        Buffer c = put(gpu, x, n, channels);
+                        gpu.causalConv1d(c, conv, states[2 + form], pos, c);
+                        float[] all = new float[0];
+                        for (Buffer o : new Buffer[] {f[0], f[1], f[2], f[3], f[4], f[5], c}) all = concat(all, gpu.read(o));
+                        got[form] = all;
+                    }
+                    assertArrayEquals(got[1], got[0], what + ": qkv, q, k, v, decay, beta and the plain conv");
+                    pos += n;
+                }
+                // a decode batch: row 0 continues the sequence above, row 1 its own, at 0 then at 1
+                for (int step = 0; step < 2; step++) {
+                    float[] x = halves(r, 2 * channels, 1), a = halves(r, 2 * hv, 2), bt = halves(r, 2 * hv, 2);
+                    float[][] got = new float[2][];
+                    for (int form = 0; form < 2; form++) {
+                        gpu.shapeKernels = form == 0;
+                        Buffer[] f = {put(gpu, x, 2, channels), gpu.allocate("q", 2, qk), gpu.allocate("k", 2, qk), gpu.allocate("v", 2, vCols),
+                                put(gpu, a, 2, hv), put(gpu, bt, 2, hv)};
+                        gpu.gdnInputsRows(f[0], conv, java.util.List.of(states[form], states[4 + form]), new int[] {pos, step}, dk, 1e-6f, f[1], f[2],
+                                f[3], f[4], f[5], aLog, dt);
+                        float[] all = new float[0];
+                        for (Buffer o : f) all = concat(all, gpu.read(o));
+                        got[form] = all;
+                    }
+                    assertArrayEquals(got[1], got[0], ct + " conv, decode batch step " + step);
+                    pos++;
+                }
+            }
+        }
+    }
+
+    private static float[] concat(float[] a, float[] b) {
+        float[] c = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, c, a.length, b.length);
+        return c;
     }
 
     /**

@@ -47,7 +47,8 @@ class CudaKernelReadsTest {
         for (String k : kernels) if (reads(k, bodies, new HashSet<>())) readers.add(k);
         assertTrue(kernels.contains("attn_decode") && kernels.contains("qk_prep"), "kernels found in " + CUDA.toAbsolutePath() + ": " + kernels);
         // the kernels known to read it, each through a different route (its own body, a template helper)
-        for (String k : List.of("qk_prep", "rope_neox", "kv_store", "attn_decode", "attn_decode_rows", "attn_prefill", "attn_prefill_wide")) {
+        for (String k : List.of("qk_prep", "qk_prep_hd128", "rope_neox", "kv_store", "attn_decode", "attn_decode_rows", "attn_decode_hd256",
+                "attn_decode_rows_hd128", "attn_prefill", "attn_prefill_wide")) {
             assertTrue(readers.contains(k), k + " is found reading the step position: " + readers);
         }
         assertFalse(readers.contains("gemv_x16_quantize"), "a kernel that does not read it is not found: " + readers);
