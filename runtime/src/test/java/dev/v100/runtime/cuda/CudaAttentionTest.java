@@ -177,12 +177,9 @@ class CudaAttentionTest {
                 Geometry g = c.g();
                 int hd = g.headDim(), qCols = g.heads() * hd, kvCols = g.kvHeads() * hd;
                 float eps = 1e-6f, scale = (float) (1 / Math.sqrt(hd));
-                dev.v100.runtime.backend.Rope rope = dev.v100.runtime.backend.Rope.of(
-                        new dev.v100.formats.bundle.ModelConfig.Rope(1e6, c.rotaryDim(), "neox", null, false), null);
-                dev.v100.runtime.backend.Weight qn = c.norms() ? b.weight("blk.0.attn_q_norm.weight", dev.v100.formats.ggml.GgmlType.F32, new long[] {hd},
-                        CudaOpsTest.f32Bytes(halves(rnd, hd, 1))) : null;
-                dev.v100.runtime.backend.Weight kn = c.norms() ? b.weight("blk.0.attn_k_norm.weight", dev.v100.formats.ggml.GgmlType.F32, new long[] {hd},
-                        CudaOpsTest.f32Bytes(halves(rnd, hd, 1))) : null;
+                dev.v100.runtime.backend.Rope rope = neoxRope(c.rotaryDim());
+                dev.v100.runtime.backend.Weight qn = c.norms() ? headNorm(b, "blk.0.attn_q_norm.weight", hd, rnd) : null;
+                dev.v100.runtime.backend.Weight kn = c.norms() ? headNorm(b, "blk.0.attn_k_norm.weight", hd, rnd) : null;
                 dev.v100.runtime.backend.Backend.QkvBias bias = c.biases() ? new dev.v100.runtime.backend.Backend.QkvBias(
                         b.weight("blk.0.attn_q.bias", dev.v100.formats.ggml.GgmlType.F32, new long[] {qCols}, CudaOpsTest.f32Bytes(halves(rnd, qCols, 2))),
                         b.weight("blk.0.attn_k.bias", dev.v100.formats.ggml.GgmlType.F32, new long[] {kvCols}, CudaOpsTest.f32Bytes(halves(rnd, kvCols, 2))),
@@ -259,12 +256,9 @@ class CudaAttentionTest {
                 Geometry g = c.g();
                 int hd = g.headDim(), qCols = g.heads() * hd, kvCols = g.kvHeads() * hd, capacity = 300;
                 float eps = 1e-6f, scale = (float) (1 / Math.sqrt(hd));
-                dev.v100.runtime.backend.Rope rope = dev.v100.runtime.backend.Rope.of(
-                        new dev.v100.formats.bundle.ModelConfig.Rope(1e6, c.rotaryDim(), "neox", null, false), null);
-                dev.v100.runtime.backend.Weight qn = c.norms() ? b.weight("blk.0.attn_q_norm.weight", dev.v100.formats.ggml.GgmlType.F32, new long[] {hd},
-                        CudaOpsTest.f32Bytes(halves(rnd, hd, 1))) : null;
-                dev.v100.runtime.backend.Weight kn = c.norms() ? b.weight("blk.0.attn_k_norm.weight", dev.v100.formats.ggml.GgmlType.F32, new long[] {hd},
-                        CudaOpsTest.f32Bytes(halves(rnd, hd, 1))) : null;
+                dev.v100.runtime.backend.Rope rope = neoxRope(c.rotaryDim());
+                dev.v100.runtime.backend.Weight qn = c.norms() ? headNorm(b, "blk.0.attn_q_norm.weight", hd, rnd) : null;
+                dev.v100.runtime.backend.Weight kn = c.norms() ? headNorm(b, "blk.0.attn_k_norm.weight", hd, rnd) : null;
                 KvCache[] shaped = {b.allocateKvCache(g.kvHeads(), hd, capacity), b.allocateKvCache(g.kvHeads(), hd, capacity)};
                 KvCache[] runTime = {b.allocateKvCache(g.kvHeads(), hd, capacity), b.allocateKvCache(g.kvHeads(), hd, capacity)};
                 int pos = 0;
@@ -294,6 +288,16 @@ class CudaAttentionTest {
                 }
             }
         }
+    }
+
+    /** Neox RoPE (theta 1e6) over the first rotaryDim dims of a head. */
+    private static dev.v100.runtime.backend.Rope neoxRope(int rotaryDim) {
+        return dev.v100.runtime.backend.Rope.of(new dev.v100.formats.bundle.ModelConfig.Rope(1e6, rotaryDim, "neox", null, false), null);
+    }
+
+    /** A per-head RMSNorm weight of random halves. */
+    private static dev.v100.runtime.backend.Weight headNorm(CudaBackend b, String name, int hd, SplittableRandom rnd) {
+        return b.weight(name, dev.v100.formats.ggml.GgmlType.F32, new long[] {hd}, CudaOpsTest.f32Bytes(halves(rnd, hd, 1)));
     }
 
     /** q, k, v written, and an output poisoned with NaN. */
