@@ -18,17 +18,23 @@ public record KernelManifest(String sourceHash, String nvrtcVersion, String ptxA
     public static final String FILE = "kernels.tsv";
     /** Class-path folder of the built modules: {@code <module>.ptx}, {@code <module>.sm_70.cubin}, {@value #FILE}. */
     public static final String RESOURCE_DIR = "/dev/v100/kernels/cuda/ptx/";
-    private static final String HEADER = "module\tkernel\tregisters\tstaticSmemBytes\tdynamicSmemBytes\tstackFrameBytes\tspillStoreBytes\tspillLoadBytes\tblockThreads";
+    private static final String HEADER = "module\tkernel\tregisters\tstaticSmemBytes\tdynamicSmemBytes\tstackFrameBytes\tspillStoreBytes\tspillLoadBytes\tblockThreads"
+            + "\tsm70Instructions";
 
     /**
      * One kernel's sm_70 resource use.
      *
      * @param dynamicSmemBytes the most its launcher requests (from {@link KernelCatalog})
+     * @param sm70Instructions its machine code in the sm_70 cubin, in instructions (CubinText; 0 before it is read)
      */
     public record Entry(String module, String name, int registers, int staticSmemBytes, int dynamicSmemBytes,
-                        int stackFrameBytes, int spillStoreBytes, int spillLoadBytes, int blockThreads) {
+                        int stackFrameBytes, int spillStoreBytes, int spillLoadBytes, int blockThreads, int sm70Instructions) {
         Entry withDynamicSmem(int dyn, int threads) {
-            return new Entry(module, name, registers, staticSmemBytes, dyn, stackFrameBytes, spillStoreBytes, spillLoadBytes, threads);
+            return new Entry(module, name, registers, staticSmemBytes, dyn, stackFrameBytes, spillStoreBytes, spillLoadBytes, threads, sm70Instructions);
+        }
+
+        Entry withInstructions(int n) {
+            return new Entry(module, name, registers, staticSmemBytes, dynamicSmemBytes, stackFrameBytes, spillStoreBytes, spillLoadBytes, blockThreads, n);
         }
 
         public boolean spills() {
@@ -45,7 +51,7 @@ public record KernelManifest(String sourceHash, String nvrtcVersion, String ptxA
         for (Entry e : entries) {
             sb.append(e.module).append('\t').append(e.name).append('\t').append(e.registers).append('\t').append(e.staticSmemBytes)
                     .append('\t').append(e.dynamicSmemBytes).append('\t').append(e.stackFrameBytes).append('\t').append(e.spillStoreBytes)
-                    .append('\t').append(e.spillLoadBytes).append('\t').append(e.blockThreads).append('\n');
+                    .append('\t').append(e.spillLoadBytes).append('\t').append(e.blockThreads).append('\t').append(e.sm70Instructions).append('\n');
         }
         return sb.toString();
     }
@@ -63,9 +69,9 @@ public record KernelManifest(String sourceHash, String nvrtcVersion, String ptxA
                 cubin = p.length > 3 ? p[3] : null;
             } else if (!line.isBlank() && !line.startsWith("#") && !line.equals(HEADER)) {
                 String[] f = line.split("\t");
-                if (f.length != 9) throw new IllegalArgumentException(FILE + ": malformed line '" + line + "'");
+                if (f.length != 10) throw new IllegalArgumentException(FILE + ": malformed line '" + line + "'");
                 entries.add(new Entry(f[0], f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]), Integer.parseInt(f[4]),
-                        Integer.parseInt(f[5]), Integer.parseInt(f[6]), Integer.parseInt(f[7]), Integer.parseInt(f[8])));
+                        Integer.parseInt(f[5]), Integer.parseInt(f[6]), Integer.parseInt(f[7]), Integer.parseInt(f[8]), Integer.parseInt(f[9])));
             }
         }
         return new KernelManifest(hash, nvrtc, ptx, cubin, entries);
@@ -100,13 +106,14 @@ public record KernelManifest(String sourceHash, String nvrtcVersion, String ptxA
         return out;
     }
 
-    /** A human-readable table: kernel, registers, shared memory, stack, spills. */
+    /** A human-readable table: kernel, registers, shared memory, stack, spills, sm_70 instructions. */
     public String table() {
-        StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "  %-12s %-18s %5s %10s %10s %6s %12s%n",
-                "module", "kernel", "regs", "smem(st)", "smem(dyn)", "stack", "spill st/ld"));
+        StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "  %-12s %-18s %5s %10s %10s %6s %12s %7s%n",
+                "module", "kernel", "regs", "smem(st)", "smem(dyn)", "stack", "spill st/ld", "instrs"));
         for (Entry e : entries) {
-            sb.append(String.format(Locale.ROOT, "  %-12s %-18s %5d %10d %10d %6d %7d/%d%s%n", e.module, e.name, e.registers,
-                    e.staticSmemBytes, e.dynamicSmemBytes, e.stackFrameBytes, e.spillStoreBytes, e.spillLoadBytes, e.spills() ? "  SPILLS" : ""));
+            sb.append(String.format(Locale.ROOT, "  %-12s %-18s %5d %10d %10d %6d %7d/%-4d %7d%s%n", e.module, e.name, e.registers,
+                    e.staticSmemBytes, e.dynamicSmemBytes, e.stackFrameBytes, e.spillStoreBytes, e.spillLoadBytes, e.sm70Instructions,
+                    e.spills() ? "  SPILLS" : ""));
         }
         return sb.toString();
     }

@@ -85,7 +85,7 @@ public final class PtxCompiler {
         if (units.isEmpty()) throw new KernelBuildException("no .cu sources in " + srcDir);
         String hash = sourceHash(units, headers);
         Path manifestFile = outDir.resolve(KernelManifest.FILE);
-        if (Files.exists(manifestFile) && hash.equals(KernelManifest.read(Files.readString(manifestFile)).sourceHash())) {
+        if (Files.exists(manifestFile) && hash.equals(builtHash(manifestFile))) {
             System.out.println("[v100 kernels] up to date (" + units.size() + " modules, sources " + hash.substring(0, 12) + ")");
             return;
         }
@@ -106,7 +106,11 @@ public final class PtxCompiler {
             Files.write(outDir.resolve(module + "." + CUBIN_ARCH + ".cubin"), cubin.image);
             List<KernelManifest.Entry> found = parsePtxasLog(module, cubin.log);
             if (found.isEmpty()) throw new KernelBuildException(module + ".cu: ptxas reported no kernels (log:\n" + cubin.log + ")");
-            for (KernelManifest.Entry e : found) {
+            Map<String, Long> text = CubinText.sizes(cubin.image, module + "." + CUBIN_ARCH + ".cubin");
+            for (KernelManifest.Entry ptxasEntry : found) {
+                Long bytes = text.get(ptxasEntry.name());
+                if (bytes == null) throw new KernelBuildException(module + "." + CUBIN_ARCH + ".cubin has no code section for kernel " + ptxasEntry.name());
+                KernelManifest.Entry e = ptxasEntry.withInstructions((int) (bytes / CubinText.SM70_INSTRUCTION_BYTES));
                 if (!KernelCatalog.has(e.name())) {
                     throw new KernelBuildException(module + ".cu defines kernel " + e.name() + ", which KernelCatalog does not list "
                             + "(add it with its block size and dynamic shared memory)");
@@ -141,6 +145,15 @@ public final class PtxCompiler {
         System.out.printf(Locale.ROOT, "[v100 kernels] NVRTC %s: %d modules, %d kernels -> %s PTX + %s cubin in %.1f s%n",
                 nvrtcVersion, units.size(), entries.size(), PTX_ARCH, CUBIN_ARCH, (System.nanoTime() - t0) / 1e9);
         System.out.print(m.table());
+    }
+
+    /** The source hash of the manifest a previous build wrote, or null where it is of an older format (rebuild). */
+    private static String builtHash(Path manifestFile) throws IOException {
+        try {
+            return KernelManifest.read(Files.readString(manifestFile)).sourceHash();
+        } catch (IllegalArgumentException olderFormat) {
+            return null;
+        }
     }
 
     record Compiled(byte[] image, String log) {}
@@ -230,7 +243,7 @@ public final class PtxCompiler {
                 Matcher s = SMEM.matcher(line);
                 int smem = s.find() ? Integer.parseInt(s.group(1)) : 0;
                 if (frame < 0) throw new KernelBuildException(module + ".cu: ptxas reported no stack frame line for " + name);
-                out.add(new KernelManifest.Entry(module, name, Integer.parseInt(m.group(1)), smem, 0, frame, spillSt, spillLd, 0));
+                out.add(new KernelManifest.Entry(module, name, Integer.parseInt(m.group(1)), smem, 0, frame, spillSt, spillLd, 0, 0));
                 name = null;
             }
         }

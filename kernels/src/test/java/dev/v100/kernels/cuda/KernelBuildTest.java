@@ -73,9 +73,40 @@ class KernelBuildTest {
                 """;
         List<KernelManifest.Entry> e = PtxCompiler.parsePtxasLog("t", log);
         assertEquals(2, e.size());
-        assertEquals(new KernelManifest.Entry("t", "misc", 22, 2176, 0, 32, 4, 8, 0), e.get(0));
+        assertEquals(new KernelManifest.Entry("t", "misc", 22, 2176, 0, 32, 4, 8, 0, 0), e.get(0));
         assertTrue(e.get(0).spills());
-        assertEquals(new KernelManifest.Entry("t", "wm", 32, 0, 0, 0, 0, 0, 0), e.get(1));
+        assertEquals(new KernelManifest.Entry("t", "wm", 32, 0, 0, 0, 0, 0, 0, 0), e.get(1));
+    }
+
+    /**
+     * Each kernel's sm_70 instruction count is its cubin's .text section over 16 bytes: every kernel has code, a module's
+     * kernels' code fits in its cubin, the counts are what CubinText reads from the packaged cubins, and a kernel made of
+     * one short loop is far smaller than the flash-attention prefill.
+     */
+    @Test
+    void recordsEachKernelsMachineCode() throws Exception {
+        KernelManifest m = KernelManifest.load();
+        for (String module : m.modules()) {
+            byte[] cubin = KernelManifest.resource(module + ".sm_70.cubin");
+            java.util.Map<String, Long> text = CubinText.sizes(cubin, module);
+            long sum = 0;
+            for (KernelManifest.Entry e : m.entries()) {
+                if (!e.module().equals(module)) continue;
+                assertTrue(e.sm70Instructions() > 0, e.name() + " has no instructions");
+                assertEquals(text.get(e.name()) / CubinText.SM70_INSTRUCTION_BYTES, e.sm70Instructions(), e.name());
+                assertEquals(0, text.get(e.name()) % CubinText.SM70_INSTRUCTION_BYTES, e.name() + ": whole 16-byte instructions");
+                sum += text.get(e.name());
+            }
+            assertTrue(sum < cubin.length, module + ": " + sum + " bytes of code in a " + cubin.length + "-byte cubin");
+        }
+        int small = instructions(m, "gemv_x16_quantize"), large = instructions(m, "attn_prefill");
+        assertTrue(small * 5 < large, "gemv_x16_quantize " + small + " against attn_prefill " + large);
+        PtxCompiler.KernelBuildException e = assertThrows(PtxCompiler.KernelBuildException.class, () -> CubinText.sizes(new byte[100], "junk.cubin"));
+        assertTrue(e.getMessage().contains("junk.cubin"), e.getMessage());
+    }
+
+    private static int instructions(KernelManifest m, String kernel) {
+        return m.entries().stream().filter(e -> e.name().equals(kernel)).findFirst().orElseThrow().sm70Instructions();
     }
 
     @Test
