@@ -68,8 +68,11 @@ done
 (cd "$dev/lib" && zip -q -d v100-kernels-*.jar 'dev/v100/kernels/cuda/ptx/*.cubin')
 # the PTX travel as one xz archive beside the jar (~1 MB less than deflated inside it); run.sh and run-multi.sh put them
 # back (tools/device/put-ptx.sh) before any Java starts
-ptx=kernels/target/classes/dev/v100/kernels/cuda/ptx
-(cd "$ptx" && tar -cf - *.ptx kernels.tsv) | xz -9 > "$dev/kernels-ptx.tar.xz"
+# (taken from the jar itself, so that the two cannot come from different builds)
+tmp=$(mktemp -d)
+unzip -q "$dev"/lib/v100-kernels-*.jar 'dev/v100/kernels/cuda/ptx/*.ptx' 'dev/v100/kernels/cuda/ptx/kernels.tsv' -d "$tmp"
+(cd "$tmp/dev/v100/kernels/cuda/ptx" && tar -cf - *.ptx kernels.tsv) | xz -9 > "$dev/kernels-ptx.tar.xz"
+rm -rf "$tmp"
 (cd "$dev/lib" && zip -q -d v100-kernels-*.jar 'dev/v100/kernels/cuda/ptx/*.ptx' 'dev/v100/kernels/cuda/ptx/kernels.tsv')
 (cd runtime/target/test-classes && "$JAVA_HOME/bin/jar" cf "$root/$dev/lib/v100-runtime-gpu-tests.jar" dev/v100/runtime/cuda dev/v100/runtime/testing)
 (cd golden-tests/target/test-classes && "$JAVA_HOME/bin/jar" cf "$root/$dev/lib/v100-golden-gpu-tests.jar" dev)

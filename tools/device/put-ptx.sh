@@ -7,7 +7,8 @@ cd "$(dirname "$0")/../.."
 archive=.device/kernels-ptx.tar.xz
 [ -f "$archive" ] || exit 0
 tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/dev/v100/kernels/cuda/ptx"
 xz -dc "$archive" | tar -C "$tmp/dev/v100/kernels/cuda/ptx" -xf -
 python3 tools/device/jar_put.py .device/lib/v100-kernels-*.jar "$tmp"
-rm -rf "$tmp" "$archive"
+rm -f "$archive"

@@ -57,23 +57,31 @@ if [[ " $STEPS " == *" bench "* || " $STEPS " == *" ab "* || " $STEPS " == *" tr
   ) &
 fi
 
-# JAVA_BASE: JAVA with the kernels jar's PTX replaced by .device/base-kernels.tar.xz's (the ab step; ktrace with
-# KTRACE_VARIANTS="new base"; ncu with NCU_VARIANTS="new base"); or, with BASE_OPTS set, JAVA with those JVM options (a
-# knob's A/B, e.g. BASE_OPTS=-Dv100.cuda.shapeKernels=false: an earlier build's PTX cannot stand in once the kernel
-# catalog has kernels it lacks)
+# JAVA_BASE, the "base" of the ab step (and of KTRACE_VARIANTS="new base", NCU_VARIANTS="new base"): JAVA with the
+# kernels jar's PTX replaced by .device/base-kernels.tar.xz's (build.sh BASE_PTX_DIR=...; an earlier build of the same
+# kernel catalog and kernels.tsv format: from 0e96976 on), and/or with the JVM options BASE_OPTS (a knob's A/B, e.g.
+# BASE_OPTS=-Dv100.cuda.shapeKernels=false). Fails (and the base runs are skipped) where neither is given or the jar
+# cannot be made: a base that silently ran this build's kernels would compare a build with itself.
 base_java() {
   [ ${#JAVA_BASE[@]} -gt 0 ] && return 0
-  if [ -n "${BASE_OPTS:-}" ]; then
-    JAVA_BASE=("${JAVA[@]}" $BASE_OPTS)
-    return 0
+  local base=("${JAVA[@]}")
+  if [ -f .device/base-kernels.tar.xz ]; then
+    local base_lib=/tmp/v100-base-lib ptx=/tmp/v100-base-ptx
+    rm -rf "$base_lib" "$ptx"
+    mkdir -p "$base_lib" "$ptx/dev/v100/kernels/cuda/ptx"
+    for j in .device/lib/*.jar; do case $j in *v100-kernels-*) cp "$j" "$base_lib/" ;; *) ln -s "$root/$j" "$base_lib/" ;; esac; done
+    if ! xz -dc .device/base-kernels.tar.xz | tar -C "$ptx/dev/v100/kernels/cuda/ptx" -xf - \
+        || ! python3 tools/device/jar_put.py "$base_lib"/v100-kernels-*.jar "$ptx"; then
+      echo "!!! the base kernels jar could not be made: base runs skipped" >&2
+      return 1
+    fi
+    base=()
+    for a in "${JAVA[@]}"; do [[ $a == .device/lib/* ]] && a=${a/.device\/lib\//$base_lib/}; base+=("$a"); done
+  elif [ -z "${BASE_OPTS:-}" ]; then
+    echo "!!! no base: build with BASE_PTX_DIR=... tools/device/build.sh, or set BASE_OPTS" >&2
+    return 1
   fi
-  base_lib=/tmp/v100-base-lib
-  rm -rf "$base_lib" /tmp/v100-base-ptx
-  mkdir -p "$base_lib" /tmp/v100-base-ptx/dev/v100/kernels/cuda/ptx
-  xz -dc .device/base-kernels.tar.xz | tar -C /tmp/v100-base-ptx/dev/v100/kernels/cuda/ptx -xf -
-  for j in .device/lib/*.jar; do case $j in *v100-kernels-*) cp "$j" "$base_lib/" ;; *) ln -s "$root/$j" "$base_lib/" ;; esac; done
-  python3 tools/device/jar_put.py "$base_lib"/v100-kernels-*.jar /tmp/v100-base-ptx
-  for a in "${JAVA[@]}"; do [[ $a == .device/lib/* ]] && a=${a/.device\/lib\//$base_lib/}; JAVA_BASE+=("$a"); done
+  JAVA_BASE=("${base[@]}" ${BASE_OPTS:-})
 }
 JAVA_BASE=()
 
@@ -133,10 +141,7 @@ for s in $STEPS; do
     ab)
       # the same bench with this build's kernels and with .device/base-kernels.tar.xz's (build.sh BASE_PTX_DIR=...),
       # alternating, AB_ROUNDS rounds (default 2): a difference smaller than one version's spread is noise
-      if [ ! -f .device/base-kernels.tar.xz ] && [ -z "${BASE_OPTS:-}" ]; then
-        echo "no .device/base-kernels.tar.xz: build with BASE_PTX_DIR=... tools/device/build.sh" > "$OUT/ab.txt"
-      else
-        base_java
+      if base_java 2> "$OUT/ab.txt"; then
         : > "$OUT/ab.txt"
         for set in $BENCH_SETS; do
           g=${set%%:*} t=${set#*:}
@@ -189,7 +194,7 @@ for s in $STEPS; do
           b=/tmp/v100-bench-$g-$t-tp1pp1
           for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
           for v in ${KTRACE_VARIANTS:-new}; do
-            if [ $v = base ]; then base_java; cmd=("${JAVA_BASE[@]}"); n=ktrace-$g-$t-base; else cmd=("${JAVA[@]}"); n=ktrace-$g-$t; fi
+            if [ $v = base ]; then base_java || continue; cmd=("${JAVA_BASE[@]}"); n=ktrace-$g-$t-base; else cmd=("${JAVA[@]}"); n=ktrace-$g-$t; fi
             run_step "$n" 200 "$LOGS/$n.log" env CUDA_INJECTION64_PATH=/tmp/libktrace.so KTRACE_OUT=/tmp/v100-ktrace.tsv \
               "${cmd[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
             { echo "== $g $t ($v kernels)"; python3 tools/device/kernel_trace.py /tmp/v100-ktrace.tsv 2>&1; echo; } >> "$OUT/ktrace.txt"
@@ -209,7 +214,7 @@ for s in $STEPS; do
       NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
       # NCU_VARIANTS="new base": also the base kernels' (ncu-base.txt, ncu-base-summary.txt; see the ab step)
       for v in ${NCU_VARIANTS:-new}; do
-        if [ $v = base ]; then base_java; cmd=("${JAVA_BASE[@]}"); sfx=-base; else cmd=("${JAVA[@]}"); sfx=; fi
+        if [ $v = base ]; then base_java || continue; cmd=("${JAVA_BASE[@]}"); sfx=-base; else cmd=("${JAVA[@]}"); sfx=; fi
         run_step ncu$sfx 300 "$LOGS/ncu$sfx.log" "$NCU" --clock-control none --kernel-name "regex:^(${NCU_KERNELS:-moe_route})\$" \
             --launch-skip "${NCU_SKIP:-2000}" --launch-count "${NCU_COUNT:-4}" --section SpeedOfLight --section WarpStateStats \
             --section LaunchStats --section Occupancy --section SourceCounters -f -o /tmp/v100-ncu$sfx \

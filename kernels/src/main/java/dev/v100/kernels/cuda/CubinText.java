@@ -30,19 +30,26 @@ final class CubinText {
         long shoff = b.getLong(0x28);
         int shentsize = Short.toUnsignedInt(b.getShort(0x3A)), shnum = Short.toUnsignedInt(b.getShort(0x3C));
         int shstrndx = Short.toUnsignedInt(b.getShort(0x3E));
-        if (shentsize < 64 || shstrndx >= shnum || shoff < 0 || shoff + (long) shnum * shentsize > elf.length) {
+        if (shentsize < 64 || shstrndx >= shnum || !inside(shoff, (long) shnum * shentsize, elf.length)) {
             throw new KernelBuildException(what + ": its section headers lie outside the file");
         }
         long strOff = b.getLong((int) (shoff + (long) shstrndx * shentsize + 24));
         long strSize = b.getLong((int) (shoff + (long) shstrndx * shentsize + 32));
-        if (strOff < 0 || strOff + strSize > elf.length) throw new KernelBuildException(what + ": its section names lie outside the file");
+        if (!inside(strOff, strSize, elf.length)) throw new KernelBuildException(what + ": its section names lie outside the file");
         Map<String, Long> out = new LinkedHashMap<>();
         for (int i = 0; i < shnum; i++) {
             int h = (int) (shoff + (long) i * shentsize);
-            String name = cString(elf, (int) (strOff + Integer.toUnsignedLong(b.getInt(h))), (int) (strOff + strSize));
+            long nameOff = Integer.toUnsignedLong(b.getInt(h));
+            if (nameOff >= strSize) throw new KernelBuildException(what + ": section " + i + "'s name lies outside the names");
+            String name = cString(elf, (int) (strOff + nameOff), (int) (strOff + strSize));
             if (name.startsWith(PREFIX)) out.put(name.substring(PREFIX.length()), b.getLong(h + 32));
         }
         return out;
+    }
+
+    /** Whether [offset, offset + length) lies in a file of fileLength bytes (no overflow: both are checked first). */
+    private static boolean inside(long offset, long length, long fileLength) {
+        return offset >= 0 && length >= 0 && offset <= fileLength && length <= fileLength - offset;
     }
 
     private static String cString(byte[] a, int from, int limit) {

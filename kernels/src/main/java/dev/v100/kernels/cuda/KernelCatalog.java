@@ -202,17 +202,18 @@ public final class KernelCatalog {
      * kernel: one kernel body holding all three ran its constant path slower than the run-time form alone (instruction fetch).
      */
     public static String attnDecodeKernel(int headDim, boolean rows) {
-        return (rows ? "attn_decode_rows" : "attn_decode") + fixedHeadDimForm(headDim);
+        return switch (headDim) {   // (constant names: launchers call this every launch)
+            case 128 -> rows ? "attn_decode_rows_hd128" : "attn_decode_hd128";
+            case 256 -> rows ? "attn_decode_rows_hd256" : "attn_decode_hd256";
+            default -> rows ? "attn_decode_rows" : "attn_decode";
+        };
     }
 
     /** qk_prep's kernel for a head dim and the norm's threads (CudaBackend.normThreads): as attnDecodeKernel. */
     public static String qkPrepKernel(int headDim, int normThreads) {
-        boolean fixed = (headDim == 128 && normThreads == 32) || (headDim == 256 && normThreads == 64);
-        return "qk_prep" + (fixed ? fixedHeadDimForm(headDim) : "");
-    }
-
-    private static String fixedHeadDimForm(int headDim) {
-        return headDim == 128 || headDim == 256 ? "_hd" + headDim : "";
+        if (headDim == 128 && normThreads == 32) return "qk_prep_hd128";
+        if (headDim == 256 && normThreads == 64) return "qk_prep_hd256";
+        return "qk_prep";
     }
 
     /** The conv width of causal_conv1d_k4 and gdn_inputs_k4 (every model in scope; others run the run-time form). */
@@ -220,7 +221,12 @@ public final class KernelCatalog {
 
     /** causal_conv1d's or gdn_inputs' kernel for a conv width (as attnDecodeKernel). */
     public static String convKernel(String base, int width) {
-        return width == CONV_FIXED_KERNEL ? base + "_k" + CONV_FIXED_KERNEL : base;
+        if (width != CONV_FIXED_KERNEL) return base;
+        return switch (base) {
+            case "causal_conv1d" -> "causal_conv1d_k4";
+            case "gdn_inputs" -> "gdn_inputs_k4";
+            default -> throw new IllegalArgumentException(base + " has no form of conv width " + width);
+        };
     }
 
     /** Prefill attention: keys per tile for headDim <= 128 (half that above: attnPrefillKeyTile). */

@@ -103,6 +103,15 @@ class KernelBuildTest {
         assertTrue(small * 5 < large, "gemv_x16_quantize " + small + " against attn_prefill " + large);
         PtxCompiler.KernelBuildException e = assertThrows(PtxCompiler.KernelBuildException.class, () -> CubinText.sizes(new byte[100], "junk.cubin"));
         assertTrue(e.getMessage().contains("junk.cubin"), e.getMessage());
+        // a cubin cut short, and one whose section header offset is past the end (or overflows): refused by name, not an index error
+        byte[] cubin = KernelManifest.resource("norm.sm_70.cubin");
+        byte[] cut = java.util.Arrays.copyOf(cubin, cubin.length / 2);
+        assertThrows(PtxCompiler.KernelBuildException.class, () -> CubinText.sizes(cut, "cut.cubin"));
+        for (long shoff : new long[] {cubin.length, Long.MAX_VALUE - 8, -64}) {
+            byte[] bad = cubin.clone();
+            java.nio.ByteBuffer.wrap(bad).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(0x28, shoff);
+            assertThrows(PtxCompiler.KernelBuildException.class, () -> CubinText.sizes(bad, "bad.cubin"), "section headers at " + shoff);
+        }
     }
 
     private static int instructions(KernelManifest m, String kernel) {

@@ -53,8 +53,8 @@ class CudaAttentionTest {
      * A decode batch's attention (attentionRows: one launch per kernel, each row's position from the step
      * block and its own cache's block table) against the reference per row, for sequences of different
      * lengths (page and split edges), then ropeRows against rope row by row. Head dims 64, 128 and 256: each batch row
-     * equals the row alone through attn_decode bit for bit, where at 256 the batch kernel takes the head dim at run time and
-     * attn_decode as a constant (attn_partial's HD), at 128 both as a constant with different loads in flight.
+     * equals the row alone through attn_decode bit for bit (at 64 both the run-time forms, at 128 and 256 both the kernels
+     * of the shape, with different loads in flight; shapeKernelsAreTheRunTimeFormsBitForBit compares the two kinds).
      */
     @TestFactory
     Stream<DynamicTest> decodeBatchRowsEachInTheirOwnCache() {
