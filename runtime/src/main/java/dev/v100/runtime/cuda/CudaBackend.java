@@ -82,8 +82,8 @@ public final class CudaBackend implements Backend {
     private int lastLayer = -1;
     private boolean closed;
     // the fixed kernels, resolved once
-    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kMoeOutputNorm,
-            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kDeltaGates, kDeltaRule, kDeltaStep, kChunkPrep, kChunkScan, kRoute, kRouterRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep, kF16Rows, kF16RowsMulti;
+    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore,
+            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kDeltaGates, kDeltaRule, kChunkPrep, kChunkScan, kRoute, kRouterRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep, kF16Rows, kF16RowsMulti;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -125,8 +125,9 @@ public final class CudaBackend implements Backend {
     boolean gdnChunked = !"false".equals(System.getProperty(GDN_CHUNKED_PROPERTY));
     int gdnChunkedMinRows = Integer.getInteger("v100.cuda.gdnChunkedMinRows", KernelCatalog.GDN_CHUNKED_MIN_ROWS);
     /**
-     * Decode attention, qk_prep and the conv run the kernels of their shape where it has one (head dim 128 or 256, conv
-     * width 4: KernelCatalog.attnDecodeKernel, qkPrepKernel, convKernel; the same sums as the run-time forms);
+     * Decode attention, qk_prep, the conv, the decode delta rule and the MoE output norm run the kernels of their shape
+     * where it has one (head dim 128 or 256, conv width 4, key head dim 128, a row in registers: KernelCatalog.attnDecodeKernel,
+     * qkPrepKernel, convKernel, deltaStepKernel, moeOutputNormKernel; the same sums as the run-time forms);
      * {@code -Dv100.cuda.shapeKernels=false} runs the run-time forms everywhere (a measurement knob; tests set the field and
      * compare the two bit for bit).
      */
@@ -168,7 +169,6 @@ public final class CudaBackend implements Backend {
         kRmsNorm = device.kernel("rmsnorm");
         kRope = device.kernel("rope_neox");
         kKvStore = device.kernel("kv_store");
-        kMoeOutputNorm = device.kernel("moe_output_norm");
         kAttnPrefill = device.kernel("attn_prefill");
         kAttnPrefillWide = device.kernel("attn_prefill_wide");
         kArgmax = device.kernel("argmax_rows");
@@ -179,7 +179,6 @@ public final class CudaBackend implements Backend {
         kRmsNormGated = device.kernel("rmsnorm_gated");
         kDeltaGates = device.kernel("delta_gates");
         kDeltaRule = device.kernel("gated_delta_rule");
-        kDeltaStep = device.kernel("gated_delta_step");
         kChunkPrep = device.kernel("gdn_chunk_prep");
         kChunkScan = device.kernel("gdn_chunk_scan");
         kRoute = device.kernel("moe_route");
@@ -1720,7 +1719,7 @@ public final class CudaBackend implements Backend {
                                  long state, long rowStates, int gridZ) {
         int dk = s.keyHeadDim, dv = s.valueHeadDim, hv = s.valueHeads;
         boolean step = (rowStates != 0 || buf(q).rows == 1) && dk <= KernelCatalog.GDN_STEP_KEY_DIM;
-        device.launch(step ? kDeltaStep : kDeltaRule).ptr(buf(q).address).ptr(buf(k).address).ptr(buf(v).address).ptr(buf(decay).address).ptr(buf(beta).address)
+        device.launch(step ? shaped(KernelCatalog.deltaStepKernel(dk), "gated_delta_step") : kDeltaRule).ptr(buf(q).address).ptr(buf(k).address).ptr(buf(v).address).ptr(buf(decay).address).ptr(buf(beta).address)
                 .i32(buf(q).rows).i32(hk).i32(hv).i32(dk).i32(dv).f32(scale).ptr(state).ptr(buf(out).address).ptr(rowStates)
                 .go(hv, (dv + 31) / 32, gridZ, step ? KernelCatalog.GDN_STEP_THREADS : KernelCatalog.GDN_RULE_THREADS, 0);
     }
@@ -2063,7 +2062,7 @@ public final class CudaBackend implements Backend {
         int normThreads = normThreads(ab.rows, ab.cols, normSplit(ab.rows, ab.cols, false));
         int threads = Math.max(32, Math.min(KernelCatalog.NORM_MAX_THREADS, (ab.cols + 31) / 32 * 32));
         long x16 = ab.rows == 1 ? x16Target(ob) : 0;
-        device.launch(kMoeOutputNorm).ptr(eb.address).ptr(r.weights).i32(r.topK).i32(ab.cols).ptr(sb == null ? 0 : sb.address)
+        device.launch(shaped(KernelCatalog.moeOutputNormKernel(r.topK, (int) ab.cols, threads), "moe_output_norm")).ptr(eb.address).ptr(r.weights).i32(r.topK).i32(ab.cols).ptr(sb == null ? 0 : sb.address)
                 .ptr(gi == null ? 0 : gi.address).ptr(g == null ? 0 : g.vector).i32(g == null ? 0 : (int) g.cols).i32(EW).ptr(ab.address)
                 .ptr(nw.vector).f32(eps).i32(normThreads).ptr(ob.address).ptr(x16).go(ab.rows, 1, 1, threads, 0);
         if (x16 != 0) x16Made(ob, x16);

@@ -683,6 +683,61 @@ class CudaHybridOpsTest {
         }
     }
 
+    /**
+     * gated_delta_step_dk128 (delta_rule's FULL form, key head dim 128) is the run-time form bit for bit: a sequence's
+     * decode rows (gatedDeltaRule, one row each, after the same prefill) and a decode batch's rows (gatedDeltaRuleRows),
+     * with CudaBackend.shapeKernels on and off (their states carried separately), value head dims 128 and 80 (a block's
+     * columns past dv), GQA.
+     */
+    @Test
+    void deltaStepShapeKernelIsTheRunTimeFormBitForBit() {
+        try (CudaBackend gpu = backend("hybrid-delta-step-forms")) {
+            SplittableRandom r = new SplittableRandom(47);
+            for (int dv : new int[] {128, 80}) {
+                int dk = 128, hk = 2, hv = 4, kernel = 4, qk = hk * dk, vCols = hv * dv, channels = 2 * qk + vCols;
+                float scale = (float) (1 / Math.sqrt(dk));
+                Weight conv = gpu.weight("blk.0.ssm_conv1d.weight", GgmlType.F16, new long[] {channels, kernel}, f16Bytes(halves(r, channels * kernel, 1)));
+                Weight aLog = f32(gpu, "blk.0.ssm_a", halves(r, hv, 1), hv), dt = f32(gpu, "blk.0.ssm_dt.bias", halves(r, hv, 1), hv);
+                LinearAttentionState[] states = new LinearAttentionState[4];   // [shape, run-time] x [the sequence, a second batch row]
+                for (int i = 0; i < states.length; i++) states[i] = gpu.allocateLinearState(channels, kernel, hv, dk, dv);
+                int n0 = 5;
+                float[] x0 = halves(r, n0 * channels, 1), a0 = halves(r, n0 * hv, 2), b0 = halves(r, n0 * hv, 2);
+                gpu.shapeKernels = true;
+                for (int form = 0; form < 2; form++) gdnStep(gpu, x0, a0, b0, n0, conv, aLog, dt, states[form], 0, dk, scale);
+                int pos = n0;
+                for (int step = 0; step < 3; step++, pos++) {
+                    float[] x = halves(r, channels, 1), a = halves(r, hv, 2), bt = halves(r, hv, 2);
+                    float[][] got = new float[2][];
+                    for (int form = 0; form < 2; form++) {
+                        gpu.shapeKernels = form == 0;
+                        got[form] = gdnStep(gpu, x, a, bt, 1, conv, aLog, dt, states[form], pos, dk, scale);
+                    }
+                    assertArrayEquals(got[1], got[0], "dv " + dv + ", decode row at " + pos);
+                }
+                // a decode batch: row 0 the sequence above, row 1 its own from 0
+                for (int step = 0; step < 2; step++, pos++) {
+                    float[] x = halves(r, 2 * channels, 1), a = halves(r, 2 * hv, 2), bt = halves(r, 2 * hv, 2);
+                    float[][] got = new float[2][];
+                    for (int form = 0; form < 2; form++) {
+                        gpu.shapeKernels = form == 0;
+                        java.util.List<LinearAttentionState> rows = java.util.List.of(states[form], states[2 + form]);
+                        Buffer qkv = put(gpu, x, 2, channels), q = gpu.allocate("q", 2, qk), k = gpu.allocate("k", 2, qk), v = gpu.allocate("v", 2, vCols),
+                                al = put(gpu, a, 2, hv), be = put(gpu, bt, 2, hv), out = gpu.allocate("o", 2, vCols);
+                        gpu.gdnInputsRows(qkv, conv, rows, new int[] {pos, step}, dk, 1e-6f, q, k, v, al, be, aLog, dt);
+                        gpu.gatedDeltaRuleRows(q, k, v, al, be, scale, rows, new int[] {pos, step}, out);
+                        got[form] = gpu.read(out);
+                    }
+                    assertArrayEquals(got[1], got[0], "dv " + dv + ", decode batch step " + step);
+                }
+                gpu.shapeKernels = true;
+                // the states left behind: one more row each, through the same kernel
+                float[] x = halves(r, channels, 1), a = halves(r, hv, 2), bt = halves(r, hv, 2);
+                assertArrayEquals(gdnStep(gpu, x, a, bt, 1, conv, aLog, dt, states[1], pos, dk, scale),
+                        gdnStep(gpu, x, a, bt, 1, conv, aLog, dt, states[0], pos, dk, scale), "dv " + dv + ": the states the two forms left");
+            }
+        }
+    }
+
     private static float[] concat(float[] a, float[] b) {
         float[] c = java.util.Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, c, a.length, b.length);
@@ -958,15 +1013,18 @@ class CudaHybridOpsTest {
      * addMoeOutputNorm (moe_output_norm: one launch, a block per row) bit for bit as addMoeOutput then rmsNorm, the
      * norm's output written over the gate's input (as the model does), for rows 1, 3, 8, widths whose norm blocks have
      * more (2048: 512 threads) and fewer (256: 64) threads than moe_output's gate dot, and one (992) that the gate dot's
-     * threads do not divide (its preloaded operands: 4 elements for some threads, 3 for others); a decode row also leaves the
-     * 16-bit copy of its output: the x16 GEMV after it is one launch with the two ops' result.
+     * threads do not divide (its preloaded operands: 4 elements for some threads, 3 for others), and one (2304) wider than
+     * moe_output_norm_pre holds in registers (moe_output_norm's loop); the gated case also with CudaBackend.shapeKernels off
+     * (moe_output_norm everywhere); a decode row also leaves the 16-bit copy of its output: the x16 GEMV after it is one
+     * launch with the two ops' result.
      */
     @Test
     void addMoeOutputNormIsAddMoeOutputThenRmsNorm() {
         try (CudaBackend gpu = backend("hybrid-moe-output-norm")) {
             SplittableRandom r = new SplittableRandom(37);
             int experts = 6, topK = 2;
-            for (int h : new int[] {2048, 256, 992}) {   // 992: the gate dot's 256 threads take 4 or 3 elements each
+            // 992: the gate dot's 256 threads take 4 or 3 elements each; 2304: more columns than moe_output_norm_pre holds
+            for (int h : new int[] {2048, 256, 992, 2304}) {
                 Weight gate = f32(gpu, "blk.0.ffn_gate_inp_shexp.weight", halves(r, h, 1), h);
                 Weight norm = f32(gpu, "blk.1.attn_norm.weight", halves(r, h, 1), h);
                 StoredMatrix m = RandomBlocks.matrix("blk.1.attn_qkv.weight", GgmlType.Q8_0, 40, h, 0.05, r);
@@ -975,8 +1033,10 @@ class CudaHybridOpsTest {
                     MoeRouting routing = gpu.allocateRouting(n, experts, topK);
                     gpu.route(put(gpu, halves(r, n * experts, 2), n, experts), true, routing);
                     float[] xs = halves(r, n * h, 1), ed = halves(r, n * topK * h, 1), shared = halves(r, n * h, 1), acc = halves(r, n * h, 2);
-                    for (String variant : new String[] {"gated", "ungated", "no shared expert"}) {
-                        String what = variant + ", h " + h + ", n " + n;
+                    for (int form = 0; form < 4; form++) {   // moe_output_norm_pre where it takes the row, and moe_output_norm
+                        gpu.shapeKernels = form < 3;
+                        String variant = new String[] {"gated", "ungated", "no shared expert", "gated"}[form];
+                        String what = variant + ", h " + h + ", n " + n + (gpu.shapeKernels ? "" : ", run-time form");
                         boolean hasShared = !variant.equals("no shared expert");
                         Weight g = variant.equals("gated") ? gate : null;
                         Buffer edb = put(gpu, ed, n * topK, h), s1 = put(gpu, shared, n, h), s2 = put(gpu, shared, n, h);
@@ -996,6 +1056,7 @@ class CudaHybridOpsTest {
                         assertArrayEquals(gpu.read(x2), gpu.read(x1), what + ": its norm");
                         assertArrayEquals(gpu.read(y2), gpu.read(y1), what + ": the GEMV of its norm");
                     }
+                    gpu.shapeKernels = true;
                     // the norm written over the experts' outputs (rows another block reads): the two ops, not the kernel
                     Buffer edb = put(gpu, ed, n * topK, h), x = put(gpu, xs, n, h), fused = put(gpu, acc, n, h), parts = put(gpu, acc, n, h);
                     Buffer scratch = gpu.allocate("scratch", n, h), over = edb.slice(0, n);
