@@ -386,10 +386,10 @@ extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_ru
 // 16 KB of state, one step, store it), and 16 warps of 62 registers let two blocks an SM (on the H200's 132 SMs four
 // waves of a 35B batch-8 step's 1024 blocks: 27.6 us a launch); 4 warps of 78 let six (13.8 us). One row's 128 blocks
 // are slower on it (5.3 us against 4.3) but run it too: a batch's row sums as the row alone does (over 4 warps' partials).
-// dk = 128 (Qwen3.5/3.6) runs gated_delta_step_dk128, delta_rule's FULL form without the row bounds checks: 156
-// registers (3 blocks an SM), and yet 5.17 -> 3.18 us a decode row and 13.6 -> 9.8 us a batch-8 step of the 35B (the
-// same arithmetic: bit for bit). Two kernels, not one dispatching on dk: a short wave fetches its code cold, and the
-// code along the executed path is what it waits on (KernelCatalog.attnDecodeKernel).
+// dk = 128 (Qwen3.5/3.6) runs gated_delta_step_dk128, delta_rule's FULL form without the row bounds checks: 5.17 -> 3.18
+// us a decode row and 13.6 -> 9.8 us a batch-8 step of the 35B (the same arithmetic: bit for bit). A kernel of its own,
+// not a branch of this one on dk: 816 sm_70 instructions, 64 registers and 3 KB of shared memory against the two-form
+// body's 1872, 156 and 6 KB (a decode row of the 35B 3.17 -> 3.06 us on the H200; KernelCatalog.attnDecodeKernel).
 extern "C" __global__ void __launch_bounds__(32 * GDN_STEP_WARPS) gated_delta_step(const float* q, const float* k, const float* v,
         const float* decay, const float* beta, int n, int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out,
         const i64* rowStates) {
@@ -812,26 +812,23 @@ __device__ __forceinline__ float vblock_sum(F f, int vthreads, float* red) {
     return warp_sum(t);
 }
 
-#define MOE_NORM_PRE 2   // columns a thread whose loads moe_output_norm_pre issues first (2048 columns, 1024 threads)
+#define MOE_NORM_PRE 2   // columns a thread whose loads moe_output_norm issues first (2048 columns, 1024 threads)
 #define MOE_GATE_PRE 8   // elements of the shared gate's dot a thread loads first (2048 of the input, 256 gate threads)
 
 // moe_output, then out = rmsnorm(acc) * w (the next layer's input norm; x16: 0, or one row's 16-bit copy of out): one
 // block per row, any blockDim up to 1024 (KernelCatalog.NORM_MAX_THREADS: the bound keeps it within a V100's registers);
 // the shared gate's dot summed as moe_output's gateThreads threads would and the norm's squares as rmsnorm's normThreads
 // (vblock_sum). Bit for bit moe_output + rmsnorm; out must not alias acc.
-// PRE (moe_output_norm_pre: topK <= 8 and cols <= MOE_NORM_PRE blockDim, the launcher checks against
-// KernelCatalog.MOE_NORM_PRE_COLUMNS): the thread's expert outputs, weights, shared output and residual are loaded before
-// the shared gate's dot, so their latency overlaps the dot's instead of following its barriers; the same values and the
-// same arithmetic as the loop of the other form (moe_output_norm). Two kernels rather than one branching on it: a row's
-// block is a short wave that fetches its code cold (KernelCatalog.attnDecodeKernel).
-template <bool PRE>
-__device__ __forceinline__ void moe_output_norm_impl(const float* expertOut, const float* weights, int topK, int cols, const float* shared,
-                                                     const float* gateIn, const float* gate, int h, int gateThreads, float* acc, const float* w,
-                                                     float eps, int normThreads, float* out, unsigned char* x16) {
+extern "C" __global__ void __launch_bounds__(1024) moe_output_norm(const float* expertOut, const float* weights, int topK, int cols, const float* shared,
+                                           const float* gateIn, const float* gate, int h, int gateThreads, float* acc, const float* w,
+                                           float eps, int normThreads, float* out, unsigned char* x16) {
     __shared__ float red[32];
     i64 t = blockIdx.x;
     float* a = acc + t * cols;
-    constexpr bool pre = PRE;
+    // a decode row (at most MOE_NORM_PRE columns a thread, topK <= 8): the thread's expert outputs, weights, shared
+    // output and residual are loaded before the shared gate's dot, so their latency overlaps the dot's
+    // instead of following its barriers; the same values and the same arithmetic as the loop below
+    bool pre = topK <= 8 && cols <= MOE_NORM_PRE * (int) blockDim.x;
     float ev[MOE_NORM_PRE][8], sv[MOE_NORM_PRE], av[MOE_NORM_PRE], nw[MOE_NORM_PRE], wv[8];
     // the gate's dot of virtual thread j = this thread (vblock_sum below gives warp w virtual warp w while the virtual
     // warps fit the block): its elements j, j + gateThreads, ... loaded now too, summed in the same order below
@@ -918,18 +915,6 @@ __device__ __forceinline__ void moe_output_norm_impl(const float* expertOut, con
         out[t * cols + c] = y;
         if (x16) x16_store_unit(y, c >> 5, cols, x16);
     }
-}
-
-extern "C" __global__ void __launch_bounds__(1024) moe_output_norm(const float* expertOut, const float* weights, int topK, int cols, const float* shared,
-        const float* gateIn, const float* gate, int h, int gateThreads, float* acc, const float* w, float eps, int normThreads, float* out,
-        unsigned char* x16) {
-    moe_output_norm_impl<false>(expertOut, weights, topK, cols, shared, gateIn, gate, h, gateThreads, acc, w, eps, normThreads, out, x16);
-}
-
-extern "C" __global__ void __launch_bounds__(1024) moe_output_norm_pre(const float* expertOut, const float* weights, int topK, int cols,
-        const float* shared, const float* gateIn, const float* gate, int h, int gateThreads, float* acc, const float* w, float eps, int normThreads,
-        float* out, unsigned char* x16) {
-    moe_output_norm_impl<true>(expertOut, weights, topK, cols, shared, gateIn, gate, h, gateThreads, acc, w, eps, normThreads, out, x16);
 }
 
 

@@ -237,19 +237,6 @@ public final class KernelCatalog {
         return keyHeadDim == GDN_STEP_KEY_DIM ? "gated_delta_step_dk128" : "gated_delta_step";
     }
 
-    /** moe_output_norm_pre's columns a thread (hybrid.cu MOE_NORM_PRE): the form that loads a row's inputs first. */
-    public static final int MOE_NORM_PRE_COLUMNS = 2;
-    /** moe_output_norm_pre's most experts a token (its registers hold eight weights and eight outputs a column). */
-    public static final int MOE_NORM_PRE_TOP_K = 8;
-
-    /**
-     * addMoeOutputNorm's kernel: moe_output_norm_pre where a block of blockThreads holds a row's columns in registers
-     * (every MoE in scope, decode and prefill), else moe_output_norm (the same sums in a loop).
-     */
-    public static String moeOutputNormKernel(int topK, int cols, int blockThreads) {
-        return topK <= MOE_NORM_PRE_TOP_K && cols <= MOE_NORM_PRE_COLUMNS * blockThreads ? "moe_output_norm_pre" : "moe_output_norm";
-    }
-
     /** Prefill attention: keys per tile for headDim <= 128 (half that above: attnPrefillKeyTile). */
     public static final int ATTN_PREFILL_KEY_TILE = 64;
 
@@ -329,7 +316,6 @@ public final class KernelCatalog {
             add("hybrid", k, ew, 0);
         }
         add("hybrid", "moe_output_norm", NORM_MAX_THREADS, 0);
-        add("hybrid", "moe_output_norm_pre", NORM_MAX_THREADS, 0);
         add("hybrid", "gated_delta_rule", GDN_RULE_THREADS, 0);
         add("hybrid", "gated_delta_step", GDN_STEP_THREADS, 0);
         add("hybrid", "gated_delta_step_dk128", GDN_STEP_THREADS, 0);

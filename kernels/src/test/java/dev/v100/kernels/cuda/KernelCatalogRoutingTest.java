@@ -51,11 +51,6 @@ class KernelCatalogRoutingTest {
         assertEquals("gated_delta_step_dk128", KernelCatalog.deltaStepKernel(128));
         assertEquals("gated_delta_step", KernelCatalog.deltaStepKernel(64));
         assertTrue(KernelCatalog.has(KernelCatalog.deltaStepKernel(128)) && KernelCatalog.has(KernelCatalog.deltaStepKernel(48)));
-        assertEquals("moe_output_norm_pre", KernelCatalog.moeOutputNormKernel(8, 2048, 1024), "the 35B's rows");
-        assertEquals("moe_output_norm", KernelCatalog.moeOutputNormKernel(9, 2048, 1024), "more experts than its registers hold");
-        assertEquals("moe_output_norm", KernelCatalog.moeOutputNormKernel(8, 2049, 1024), "more than two columns a thread");
-        assertEquals("moe_output_norm_pre", KernelCatalog.moeOutputNormKernel(1, 64, 64));
-        assertTrue(KernelCatalog.has("moe_output_norm") && KernelCatalog.has("moe_output_norm_pre"));
         for (int k = 2; k <= KernelCatalog.CONV_MAX_KERNEL; k++) {
             assertTrue(KernelCatalog.has(KernelCatalog.convKernel("gdn_inputs", k)) && KernelCatalog.has(KernelCatalog.convKernel("causal_conv1d", k)), "width " + k);
         }

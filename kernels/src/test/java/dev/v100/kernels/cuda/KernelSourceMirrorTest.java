@@ -126,7 +126,6 @@ class KernelSourceMirrorTest {
         assertEquals(0, KernelCatalog.GDN_MAX_KEY_DIM % define(d, "GDN_RULE_WARPS", "hybrid.cu"), "key rows split evenly over the warps");
         assertEquals(KernelCatalog.GDN_STEP_THREADS, 32 * define(d, "GDN_STEP_WARPS", "hybrid.cu"), "gated_delta_step's threads");
         assertEquals(KernelCatalog.GDN_STEP_KEY_DIM, define(d, "GDN_STEP_KEY_DIM", "hybrid.cu"), "gated_delta_step's largest key dim");
-        assertEquals(KernelCatalog.MOE_NORM_PRE_COLUMNS, define(d, "MOE_NORM_PRE", "hybrid.cu"), "moe_output_norm_pre's columns a thread");
         // the chunked rule's launch geometry and scratch (KernelCatalog.gdnChunkScratchBytes) follow these
         assertEquals(KernelCatalog.GDN_CHUNK_ROWS, define(d, "GDN_CHUNK", "hybrid.cu"), "rows a chunk");
         assertEquals(KernelCatalog.GDN_PREP_THREADS, define(d, "GDN_PREP_THREADS", "hybrid.cu"), "gdn_chunk_prep's threads");

@@ -82,7 +82,7 @@ public final class CudaBackend implements Backend {
     private int lastLayer = -1;
     private boolean closed;
     // the fixed kernels, resolved once
-    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore,
+    private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kMoeOutputNorm,
             kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kDeltaGates, kDeltaRule, kChunkPrep, kChunkScan, kRoute, kRouterRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep, kF16Rows, kF16RowsMulti;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
@@ -125,9 +125,9 @@ public final class CudaBackend implements Backend {
     boolean gdnChunked = !"false".equals(System.getProperty(GDN_CHUNKED_PROPERTY));
     int gdnChunkedMinRows = Integer.getInteger("v100.cuda.gdnChunkedMinRows", KernelCatalog.GDN_CHUNKED_MIN_ROWS);
     /**
-     * Decode attention, qk_prep, the conv, the decode delta rule and the MoE output norm run the kernels of their shape
-     * where it has one (head dim 128 or 256, conv width 4, key head dim 128, a row in registers: KernelCatalog.attnDecodeKernel,
-     * qkPrepKernel, convKernel, deltaStepKernel, moeOutputNormKernel; the same sums as the run-time forms);
+     * Decode attention, qk_prep, the conv and the decode delta rule run the kernels of their shape where it has one (head
+     * dim 128 or 256, conv width 4, key head dim 128: KernelCatalog.attnDecodeKernel, qkPrepKernel, convKernel,
+     * deltaStepKernel; the same sums as the run-time forms);
      * {@code -Dv100.cuda.shapeKernels=false} runs the run-time forms everywhere (a measurement knob; tests set the field and
      * compare the two bit for bit).
      */
@@ -169,6 +169,7 @@ public final class CudaBackend implements Backend {
         kRmsNorm = device.kernel("rmsnorm");
         kRope = device.kernel("rope_neox");
         kKvStore = device.kernel("kv_store");
+        kMoeOutputNorm = device.kernel("moe_output_norm");
         kAttnPrefill = device.kernel("attn_prefill");
         kAttnPrefillWide = device.kernel("attn_prefill_wide");
         kArgmax = device.kernel("argmax_rows");
@@ -2062,7 +2063,7 @@ public final class CudaBackend implements Backend {
         int normThreads = normThreads(ab.rows, ab.cols, normSplit(ab.rows, ab.cols, false));
         int threads = Math.max(32, Math.min(KernelCatalog.NORM_MAX_THREADS, (ab.cols + 31) / 32 * 32));
         long x16 = ab.rows == 1 ? x16Target(ob) : 0;
-        device.launch(shaped(KernelCatalog.moeOutputNormKernel(r.topK, (int) ab.cols, threads), "moe_output_norm")).ptr(eb.address).ptr(r.weights).i32(r.topK).i32(ab.cols).ptr(sb == null ? 0 : sb.address)
+        device.launch(kMoeOutputNorm).ptr(eb.address).ptr(r.weights).i32(r.topK).i32(ab.cols).ptr(sb == null ? 0 : sb.address)
                 .ptr(gi == null ? 0 : gi.address).ptr(g == null ? 0 : g.vector).i32(g == null ? 0 : (int) g.cols).i32(EW).ptr(ab.address)
                 .ptr(nw.vector).f32(eps).i32(normThreads).ptr(ob.address).ptr(x16).go(ab.rows, 1, 1, threads, 0);
         if (x16 != 0) x16Made(ob, x16);

@@ -1014,16 +1014,15 @@ class CudaHybridOpsTest {
      * norm's output written over the gate's input (as the model does), for rows 1, 3, 8, widths whose norm blocks have
      * more (2048: 512 threads) and fewer (256: 64) threads than moe_output's gate dot, and one (992) that the gate dot's
      * threads do not divide (its preloaded operands: 4 elements for some threads, 3 for others), and one (2304) wider than
-     * moe_output_norm_pre holds in registers (moe_output_norm's loop); the gated case also with CudaBackend.shapeKernels off
-     * (moe_output_norm everywhere); a decode row also leaves the 16-bit copy of its output: the x16 GEMV after it is one
-     * launch with the two ops' result.
+     * moe_output_norm's preloading path holds in registers (its loop); a decode row also leaves the 16-bit copy of its
+     * output: the x16 GEMV after it is one launch with the two ops' result.
      */
     @Test
     void addMoeOutputNormIsAddMoeOutputThenRmsNorm() {
         try (CudaBackend gpu = backend("hybrid-moe-output-norm")) {
             SplittableRandom r = new SplittableRandom(37);
             int experts = 6, topK = 2;
-            // 992: the gate dot's 256 threads take 4 or 3 elements each; 2304: more columns than moe_output_norm_pre holds
+            // 992: the gate dot's 256 threads take 4 or 3 elements each; 2304: more columns than its preloading path holds
             for (int h : new int[] {2048, 256, 992, 2304}) {
                 Weight gate = f32(gpu, "blk.0.ffn_gate_inp_shexp.weight", halves(r, h, 1), h);
                 Weight norm = f32(gpu, "blk.1.attn_norm.weight", halves(r, h, 1), h);
@@ -1033,10 +1032,8 @@ class CudaHybridOpsTest {
                     MoeRouting routing = gpu.allocateRouting(n, experts, topK);
                     gpu.route(put(gpu, halves(r, n * experts, 2), n, experts), true, routing);
                     float[] xs = halves(r, n * h, 1), ed = halves(r, n * topK * h, 1), shared = halves(r, n * h, 1), acc = halves(r, n * h, 2);
-                    for (int form = 0; form < 4; form++) {   // moe_output_norm_pre where it takes the row, and moe_output_norm
-                        gpu.shapeKernels = form < 3;
-                        String variant = new String[] {"gated", "ungated", "no shared expert", "gated"}[form];
-                        String what = variant + ", h " + h + ", n " + n + (gpu.shapeKernels ? "" : ", run-time form");
+                    for (String variant : new String[] {"gated", "ungated", "no shared expert"}) {
+                        String what = variant + ", h " + h + ", n " + n;
                         boolean hasShared = !variant.equals("no shared expert");
                         Weight g = variant.equals("gated") ? gate : null;
                         Buffer edb = put(gpu, ed, n * topK, h), s1 = put(gpu, shared, n, h), s2 = put(gpu, shared, n, h);
@@ -1056,7 +1053,6 @@ class CudaHybridOpsTest {
                         assertArrayEquals(gpu.read(x2), gpu.read(x1), what + ": its norm");
                         assertArrayEquals(gpu.read(y2), gpu.read(y1), what + ": the GEMV of its norm");
                     }
-                    gpu.shapeKernels = true;
                     // the norm written over the experts' outputs (rows another block reads): the two ops, not the kernel
                     Buffer edb = put(gpu, ed, n * topK, h), x = put(gpu, xs, n, h), fused = put(gpu, acc, n, h), parts = put(gpu, acc, n, h);
                     Buffer scratch = gpu.allocate("scratch", n, h), over = edb.slice(0, n);
