@@ -386,10 +386,11 @@ extern "C" __global__ void __launch_bounds__(32 * GDN_RULE_WARPS) gated_delta_ru
 // 16 KB of state, one step, store it), and 16 warps of 62 registers let two blocks an SM (on the H200's 132 SMs four
 // waves of a 35B batch-8 step's 1024 blocks: 27.6 us a launch); 4 warps of 78 let six (13.8 us). One row's 128 blocks
 // are slower on it (5.3 us against 4.3) but run it too: a batch's row sums as the row alone does (over 4 warps' partials).
-// dk = 128 (Qwen3.5/3.6) runs gated_delta_step_dk128, delta_rule's FULL form without the row bounds checks: 5.17 -> 3.18
-// us a decode row and 13.6 -> 9.8 us a batch-8 step of the 35B (the same arithmetic: bit for bit). A kernel of its own,
-// not a branch of this one on dk: 816 sm_70 instructions, 64 registers and 3 KB of shared memory against the two-form
-// body's 1872, 156 and 6 KB (a decode row of the 35B 3.17 -> 3.06 us on the H200; KernelCatalog.attnDecodeKernel).
+// dk = 128 (Qwen3.5/3.6) runs gated_delta_step_dk128, delta_rule's FULL form without the row bounds checks (first
+// built as a branch of this kernel: 5.17 -> 3.18 us a decode row and 13.6 -> 9.8 us a batch-8 step of the 35B; the
+// same arithmetic, bit for bit). A kernel of its own rather than a branch on dk (KernelCatalog.deltaStepKernel):
+// 816 sm_70 instructions, 64 registers and 3 KB of shared memory against the two-form body's 1872, 156 and 6 KB, so 8
+// blocks an SM rather than 3 (H200, the 35B: a batch-8 step 9.82 -> 8.39 us, a decode row 3.16 -> 3.11; docs/BENCHMARKS.md).
 extern "C" __global__ void __launch_bounds__(32 * GDN_STEP_WARPS) gated_delta_step(const float* q, const float* k, const float* v,
         const float* decay, const float* beta, int n, int keyHeads, int valueHeads, int dk, int dv, float scale, float* state, float* out,
         const i64* rowStates) {

@@ -135,8 +135,9 @@ public final class KernelCatalog {
     /** gated_delta_rule: threads per block (hybrid.cu GDN_RULE_WARPS warps over the key rows of 32 state columns). */
     public static final int GDN_RULE_THREADS = 512;
     /**
-     * gated_delta_step (hybrid.cu): the delta rule of a decode row or a decode batch's rows, blocks of this many threads,
-     * for key head dims up to GDN_STEP_KEY_DIM (larger: gated_delta_rule).
+     * gated_delta_step (hybrid.cu; at key head dim GDN_STEP_KEY_DIM gated_delta_step_dk128, deltaStepKernel): the delta
+     * rule of a decode row or a decode batch's rows, blocks of this many threads, for key head dims up to
+     * GDN_STEP_KEY_DIM (larger: gated_delta_rule).
      */
     public static final int GDN_STEP_THREADS = 128;
     public static final int GDN_STEP_KEY_DIM = 128;
@@ -234,6 +235,9 @@ public final class KernelCatalog {
      * the row bounds checks, any other the run-time form (as attnDecodeKernel; the same sums).
      */
     public static String deltaStepKernel(int keyHeadDim) {
+        if (keyHeadDim < 1 || keyHeadDim > GDN_STEP_KEY_DIM) {
+            throw new IllegalArgumentException("gated_delta_step takes key head dims up to " + GDN_STEP_KEY_DIM + ", not " + keyHeadDim);
+        }
         return keyHeadDim == GDN_STEP_KEY_DIM ? "gated_delta_step_dk128" : "gated_delta_step";
     }
 

@@ -51,6 +51,7 @@ class KernelCatalogRoutingTest {
         assertEquals("gated_delta_step_dk128", KernelCatalog.deltaStepKernel(128));
         assertEquals("gated_delta_step", KernelCatalog.deltaStepKernel(64));
         assertTrue(KernelCatalog.has(KernelCatalog.deltaStepKernel(128)) && KernelCatalog.has(KernelCatalog.deltaStepKernel(48)));
+        assertThrows(IllegalArgumentException.class, () -> KernelCatalog.deltaStepKernel(256), "past the step kernels' key dims");
         for (int k = 2; k <= KernelCatalog.CONV_MAX_KERNEL; k++) {
             assertTrue(KernelCatalog.has(KernelCatalog.convKernel("gdn_inputs", k)) && KernelCatalog.has(KernelCatalog.convKernel("causal_conv1d", k)), "width " + k);
         }

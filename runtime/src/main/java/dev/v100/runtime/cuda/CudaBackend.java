@@ -1713,7 +1713,7 @@ public final class CudaBackend implements Backend {
     /**
      * gated_delta_rule: a block per value head and 32 state columns, its warps over the key rows (gridZ: a batch's rows);
      * a decode row or batch (one row each) on gated_delta_step's smaller blocks where dk allows (35B batch 8: 27.6 -> 13.8
-     * us a launch). One row alone is slower on them (4.3 -> 5.3 us: fewer warps for its 128 blocks) but runs them too: a
+     * us a launch; 8.4 on gated_delta_step_dk128, KernelCatalog.deltaStepKernel). One row alone is slower on them (4.3 -> 5.3 us: fewer warps for its 128 blocks) but runs them too: a
      * batch's row then sums as the row alone (a request batched gets the tokens it gets alone, README).
      */
     private void launchDeltaRule(Buffer q, Buffer k, Buffer v, Buffer decay, Buffer beta, float scale, Buffer out, CudaLinearState s, int hk,

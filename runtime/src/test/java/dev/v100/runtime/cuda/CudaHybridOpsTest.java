@@ -685,57 +685,72 @@ class CudaHybridOpsTest {
 
     /**
      * gated_delta_step_dk128 (delta_rule's FULL form, key head dim 128) is the run-time form bit for bit: a sequence's
-     * decode rows (gatedDeltaRule, one row each, after the same prefill) and a decode batch's rows (gatedDeltaRuleRows),
-     * with CudaBackend.shapeKernels on and off (their states carried separately), value head dims 128 and 80 (a block's
-     * columns past dv), GQA.
+     * decode rows (gatedDeltaRule, one row each) and a decode batch's rows (gatedDeltaRuleRows, one launch), each
+     * sequence prefilled first, with CudaBackend.shapeKernels on and off around the delta rule alone (gdnInputs runs the
+     * same kernel for both), value head dims 128 and 80 (a block's columns past dv), GQA: outputs after every step and
+     * every state left behind, read from the device.
      */
     @Test
     void deltaStepShapeKernelIsTheRunTimeFormBitForBit() {
         try (CudaBackend gpu = backend("hybrid-delta-step-forms")) {
             SplittableRandom r = new SplittableRandom(47);
             for (int dv : new int[] {128, 80}) {
-                int dk = 128, hk = 2, hv = 4, kernel = 4, qk = hk * dk, vCols = hv * dv, channels = 2 * qk + vCols;
+                int dk = 128, hk = 2, hv = 4, kernel = 4, qk = hk * dk, vCols = hv * dv, channels = 2 * qk + vCols, seqs = 3;
                 float scale = (float) (1 / Math.sqrt(dk));
                 Weight conv = gpu.weight("blk.0.ssm_conv1d.weight", GgmlType.F16, new long[] {channels, kernel}, f16Bytes(halves(r, channels * kernel, 1)));
                 Weight aLog = f32(gpu, "blk.0.ssm_a", halves(r, hv, 1), hv), dt = f32(gpu, "blk.0.ssm_dt.bias", halves(r, hv, 1), hv);
-                LinearAttentionState[] states = new LinearAttentionState[4];   // [shape, run-time] x [the sequence, a second batch row]
-                for (int i = 0; i < states.length; i++) states[i] = gpu.allocateLinearState(channels, kernel, hv, dk, dv);
-                int n0 = 5;
-                float[] x0 = halves(r, n0 * channels, 1), a0 = halves(r, n0 * hv, 2), b0 = halves(r, n0 * hv, 2);
-                gpu.shapeKernels = true;
-                for (int form = 0; form < 2; form++) gdnStep(gpu, x0, a0, b0, n0, conv, aLog, dt, states[form], 0, dk, scale);
-                int pos = n0;
-                for (int step = 0; step < 3; step++, pos++) {
-                    float[] x = halves(r, channels, 1), a = halves(r, hv, 2), bt = halves(r, hv, 2);
-                    float[][] got = new float[2][];
+                // states[form][sequence], form 0 the shape kernel, 1 the run-time form; each sequence prefilled alike
+                LinearAttentionState[][] states = new LinearAttentionState[2][seqs];
+                int[] pos = new int[seqs];
+                for (int i = 0; i < seqs; i++) {
+                    int n = 3 + i;
+                    float[] x = halves(r, n * channels, 1), a = halves(r, n * hv, 2), bt = halves(r, n * hv, 2);
                     for (int form = 0; form < 2; form++) {
-                        gpu.shapeKernels = form == 0;
-                        got[form] = gdnStep(gpu, x, a, bt, 1, conv, aLog, dt, states[form], pos, dk, scale);
+                        states[form][i] = gpu.allocateLinearState(channels, kernel, hv, dk, dv);
+                        gdnStep(gpu, x, a, bt, n, conv, aLog, dt, states[form][i], 0, dk, scale);
                     }
-                    assertArrayEquals(got[1], got[0], "dv " + dv + ", decode row at " + pos);
+                    pos[i] = n;
                 }
-                // a decode batch: row 0 the sequence above, row 1 its own from 0
-                for (int step = 0; step < 2; step++, pos++) {
-                    float[] x = halves(r, 2 * channels, 1), a = halves(r, 2 * hv, 2), bt = halves(r, 2 * hv, 2);
+                // sequence 0's decode rows one at a time, then decode batches of the three sequences
+                for (int step = 0; step < 5; step++) {
+                    int rows = step < 2 ? 1 : seqs;
+                    String what = "dv " + dv + ", step " + step + (rows == 1 ? " (one row)" : " (a batch of " + rows + ")");
+                    float[] x = halves(r, rows * channels, 1), a = halves(r, rows * hv, 2), bt = halves(r, rows * hv, 2);
+                    int[] at = java.util.Arrays.copyOf(pos, rows);
                     float[][] got = new float[2][];
                     for (int form = 0; form < 2; form++) {
+                        java.util.List<LinearAttentionState> st = java.util.Arrays.asList(states[form]).subList(0, rows);
+                        Buffer qkv = put(gpu, x, rows, channels), q = gpu.allocate("q", rows, qk), k = gpu.allocate("k", rows, qk),
+                                v = gpu.allocate("v", rows, vCols), al = put(gpu, a, rows, hv), be = put(gpu, bt, rows, hv), out = gpu.allocate("o", rows, vCols);
+                        gpu.shapeKernels = true;
+                        if (rows == 1) gpu.gdnInputs(qkv, conv, st.get(0), at[0], dk, 1e-6f, q, k, v, al, be, aLog, dt);
+                        else gpu.gdnInputsRows(qkv, conv, st, at.clone(), dk, 1e-6f, q, k, v, al, be, aLog, dt);
                         gpu.shapeKernels = form == 0;
-                        java.util.List<LinearAttentionState> rows = java.util.List.of(states[form], states[2 + form]);
-                        Buffer qkv = put(gpu, x, 2, channels), q = gpu.allocate("q", 2, qk), k = gpu.allocate("k", 2, qk), v = gpu.allocate("v", 2, vCols),
-                                al = put(gpu, a, 2, hv), be = put(gpu, bt, 2, hv), out = gpu.allocate("o", 2, vCols);
-                        gpu.gdnInputsRows(qkv, conv, rows, new int[] {pos, step}, dk, 1e-6f, q, k, v, al, be, aLog, dt);
-                        gpu.gatedDeltaRuleRows(q, k, v, al, be, scale, rows, new int[] {pos, step}, out);
+                        long before = gpu.device.issued();
+                        if (rows == 1) gpu.gatedDeltaRule(q, k, v, al, be, scale, st.get(0), at[0], out);
+                        else gpu.gatedDeltaRuleRows(q, k, v, al, be, scale, st, at.clone(), out);
+                        // one launch (a batch: and the upload of its rows' state table where the rows changed), not a launch a row
+                        long issued = gpu.device.issued() - before;
+                        assertTrue(issued >= 1 && issued <= (rows == 1 ? 1 : 2), what + ": " + issued + " operations issued");
                         got[form] = gpu.read(out);
                     }
-                    assertArrayEquals(got[1], got[0], "dv " + dv + ", decode batch step " + step);
+                    gpu.shapeKernels = true;
+                    assertArrayEquals(got[1], got[0], what + ": outputs");
+                    for (int i = 0; i < seqs; i++) {
+                        assertArrayEquals(recurrent(gpu, states[1][i]), recurrent(gpu, states[0][i]), what + ": sequence " + i + "'s state");
+                    }
+                    for (int i = 0; i < rows; i++) pos[i]++;
                 }
-                gpu.shapeKernels = true;
-                // the states left behind: one more row each, through the same kernel
-                float[] x = halves(r, channels, 1), a = halves(r, hv, 2), bt = halves(r, hv, 2);
-                assertArrayEquals(gdnStep(gpu, x, a, bt, 1, conv, aLog, dt, states[1], pos, dk, scale),
-                        gdnStep(gpu, x, a, bt, 1, conv, aLog, dt, states[0], pos, dk, scale), "dv " + dv + ": the states the two forms left");
             }
         }
+    }
+
+    /** A linear-attention state's recurrent part [valueHeads, keyHeadDim, valueHeadDim], read from the device. */
+    private static float[] recurrent(CudaBackend gpu, LinearAttentionState state) {
+        CudaLinearState s = (CudaLinearState) state;
+        float[] v = new float[s.valueHeads * s.keyHeadDim * s.valueHeadDim];
+        gpu.device.download(s.recurrent, MemorySegment.ofArray(v), 4L * v.length);
+        return v;
     }
 
     private static float[] concat(float[] a, float[] b) {
