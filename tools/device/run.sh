@@ -60,7 +60,9 @@ fi
 # JAVA_BASE, the "base" of the ab step (and of KTRACE_VARIANTS="new base", NCU_VARIANTS="new base"): JAVA with the
 # kernels jar's PTX replaced by .device/base-kernels.tar.xz's (build.sh BASE_PTX_DIR=...; an earlier build of the same
 # kernel catalog and kernels.tsv format: from 0e96976 on), and/or with the JVM options BASE_OPTS (a knob's A/B, e.g.
-# BASE_OPTS=-Dv100.cuda.shapeKernels=false). Fails (and the base runs are skipped) where neither is given or the jar
+# BASE_OPTS=-Dv100.cuda.shapeKernels=false). Where this build added a kernel that the earlier one ran as another (a
+# form split out of a kernel), BASE_OPTS=-Dv100.cuda.kernelAliases=new=old,... lets the base launch old for new
+# (CudaDevice.KERNEL_ALIASES_PROPERTY). Fails (and the base runs are skipped) where neither is given or the jar
 # cannot be made: a base that silently ran this build's kernels would compare a build with itself.
 base_java() {
   [ ${#JAVA_BASE[@]} -gt 0 ] && return 0

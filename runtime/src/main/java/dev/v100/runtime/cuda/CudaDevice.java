@@ -139,6 +139,45 @@ public final class CudaDevice implements AutoCloseable {
         return v[0];
     }
 
+    /**
+     * {@code -Dv100.cuda.kernelAliases=new=old,...}: a measurement knob for an A/B against kernels built before
+     * {@code new} existed (tools/device/run.sh's ab step with an earlier build's PTX): launches of {@code new} run
+     * {@code old}, which must take the same arguments and compute the same thing (the developer's word: nothing checks
+     * it). Never for serving.
+     */
+    static final String KERNEL_ALIASES_PROPERTY = "v100.cuda.kernelAliases";
+
+    /** The aliases of a {@link #KERNEL_ALIASES_PROPERTY} value (null or blank: none), new name to old. */
+    static Map<String, String> parseKernelAliases(String value) {
+        Map<String, String> aliases = new java.util.LinkedHashMap<>();
+        if (value == null || value.isBlank()) return aliases;
+        for (String pair : value.split(",")) {
+            String[] nm = pair.trim().split("=", -1);
+            if (nm.length != 2 || nm[0].isBlank() || nm[1].isBlank() || nm[0].trim().equals(nm[1].trim())) {
+                throw new IllegalArgumentException(KERNEL_ALIASES_PROPERTY + ": '" + pair.trim() + "' is not new=old (two different kernel names)");
+            }
+            if (aliases.put(nm[0].trim(), nm[1].trim()) != null) {
+                throw new IllegalArgumentException(KERNEL_ALIASES_PROPERTY + ": " + nm[0].trim() + " aliased twice");
+            }
+        }
+        return aliases;
+    }
+
+    /**
+     * Adds each alias to the loaded kernels: new resolves to old's function. Refused where the modules have new (the
+     * alias would hide it) or lack old.
+     */
+    static void addKernelAliases(Map<String, CudaKernel> functions, Map<String, String> aliases) {
+        for (var a : aliases.entrySet()) {
+            if (functions.containsKey(a.getKey())) {
+                throw new IllegalArgumentException(KERNEL_ALIASES_PROPERTY + ": the loaded modules have " + a.getKey() + " itself");
+            }
+            CudaKernel old = functions.get(a.getValue());
+            if (old == null) throw new IllegalArgumentException(KERNEL_ALIASES_PROPERTY + ": no kernel " + a.getValue() + " in the loaded modules");
+        }
+        for (var a : aliases.entrySet()) functions.put(a.getKey(), functions.get(a.getValue()));
+    }
+
     private void loadModules() {
         KernelManifest manifest;
         try {
@@ -177,6 +216,14 @@ public final class CudaDevice implements AutoCloseable {
                 functions.put(e.name(), new CudaKernel(e.name(), f));
             }
         }
+        Map<String, String> aliases;
+        try {
+            aliases = parseKernelAliases(System.getProperty(KERNEL_ALIASES_PROPERTY));
+            addKernelAliases(functions, aliases);
+        } catch (IllegalArgumentException e) {
+            throw new CudaException(e.getMessage(), e);
+        }
+        if (!aliases.isEmpty()) System.err.println("[cuda] kernel aliases (a measurement knob, " + KERNEL_ALIASES_PROPERTY + "): " + aliases);
     }
 
     /** Makes this device's context current on the calling thread (once per thread). */
