@@ -10,7 +10,7 @@
 // (docs/BENCHMARKS.md): the shipped R2 T64 layout stayed, Q4_K took U = 2.
 // The x16 rows also give the layer replayed as one CUDA graph (as the runtime runs a decode step; added in the sixth
 // session, not yet run): one-by-one launches are bound at ~4.2 us each by the launch rate.
-// Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K q5_K f16 (all) | prefetch | mma | diag | persist]
+// Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K q5_K f16 (all) | prefetch | mma | diag | persist | smemx]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -147,6 +147,57 @@ static std::vector<X16Variant> q4k_variants() {
     return v;
 }
 
+
+// ---- x16 in shared memory, a persistent grid (twentieth session; `gemv_lab 8 smemx`) ----
+// The tenth session's parts: the shipped Q4_K kernel's loads alone take as long as the whole kernel (55.9 us an 8B layer
+// against 55.5), without its x16 loads it takes 48.8, and a streaming read of the same bytes 44.0. x16 goes through L1
+// (4 x 16-byte loads and 4 scalars an item, the registers they land in as many as the weights'). Here each block copies
+// the row's x16 into shared memory once and loops over row groups (a persistent grid: the copy is paid once a block, not
+// once per two rows), so x costs shared-memory loads and the L1 and its registers are the weights' alone.
+// BLOCK threads a block, TPR threads a row group (64 = the whole block, summed through shared memory; else lanes of a
+// warp, summed by shuffles), R rows a group, U items a thread in flight: the sums of gemv_x16_rows_impl.
+__device__ __forceinline__ Q4kX q4k_xs(const unsigned char* xs, int K, int uA, int h) {
+    const uint4* hi = reinterpret_cast<const uint4*>(xs);
+    const uint4* lo = reinterpret_cast<const uint4*>(xs + K);
+    const float* sc = reinterpret_cast<const float*>(xs + 2 * K);
+    const float* sm = sc + (K >> 5);
+    int a = (32 * uA + 16 * h) >> 4, b = a + 2;
+    uint4 ha = hi[a], la = lo[a], hb = hi[b], lb = lo[b];
+    return Q4kX{{ha.x, ha.y, ha.z, ha.w}, {la.x, la.y, la.z, la.w}, {hb.x, hb.y, hb.z, hb.w}, {lb.x, lb.y, lb.z, lb.w},
+                sc[uA], sc[uA + 1], sm[2 * uA + h], sm[2 * uA + 2 + h]};
+}
+struct Q4kItemS : Q4kItem {
+    static __device__ __forceinline__ X x(const unsigned char* xs, int K, int it, int tid) {
+        return q4k_xs(xs, K, 8 * (it >> 3) + 2 * ((tid >> 1) & 3), tid & 1);
+    }
+};
+template <int BLOCK, int R, int TPR, int U, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB) smemx_q4k(WEIGHT_PARAMS, const unsigned char* xq, int n, float* y, int rows,
+                                                         const float* addTo, float scale) {
+    static_assert(TPR == BLOCK ? BLOCK == GEMV_X16_THREADS : TPR <= 32, "a row group is the 64-thread block or part of a warp");
+    extern __shared__ __align__(16) unsigned char xsm[];
+    int bytes = (int) x16_row_bytes(WEIGHT_VIEW.cols);
+    for (int o = threadIdx.x * 16; o < bytes; o += BLOCK * 16) *reinterpret_cast<uint4*>(xsm + o) = ldg16(xq + o);
+    __syncthreads();
+    const int per = R * (BLOCK / TPR);
+    for (i64 r0 = (i64) blockIdx.x * per; r0 < rows; r0 += (i64) gridDim.x * per)
+        gemv_x16_rows_impl<Q4kItemS, R, 1, TPR, U>(WEIGHT_VIEW, X16Rows{xsm, 0, y, nullptr, rows}, 1, rows, r0, 1.f);
+}
+static i64 x16Bytes(int K) { return (2 * (i64) K + 4 * (K >> 5) + 4 * (K >> 4) + 15) & ~(i64) 15; }   // x16_row_bytes on the host
+struct SmemxVariant { const char* name; X16Kern k; int block, rowsPerBlock; };
+static std::vector<SmemxVariant> smemx_variants() {
+    return {{"smem x, B64 R2 T64 U2", smemx_q4k<64, 2, 64, 2, 16>, 64, 2},
+            {"smem x, B64 R2 T64 U1", smemx_q4k<64, 2, 64, 1, 16>, 64, 2},
+            {"smem x, B64 R2 T32 U2", smemx_q4k<64, 2, 32, 2, 16>, 64, 4},
+            {"smem x, B256 R2 T32 U2", smemx_q4k<256, 2, 32, 2, 4>, 256, 16},
+            {"smem x, B256 R2 T32 U4", smemx_q4k<256, 2, 32, 4, 2>, 256, 16},
+            {"smem x, B256 R1 T32 U4", smemx_q4k<256, 1, 32, 4, 4>, 256, 8},
+            {"smem x, B256 R4 T32 U1", smemx_q4k<256, 4, 32, 1, 4>, 256, 32},
+            {"smem x, B256 R4 T32 U2", smemx_q4k<256, 4, 32, 2, 2>, 256, 32},
+            {"smem x, B256 R2 T16 U2", smemx_q4k<256, 2, 16, 2, 4>, 256, 32},
+            {"smem x, B512 R2 T32 U2", smemx_q4k<512, 2, 32, 2, 2>, 512, 32},
+            {"smem x, B1024 R2 T32 U2", smemx_q4k<1024, 2, 32, 2, 1>, 1024, 64}};
+}
 
 // ---- L2 prefetch experiment (ninth session; `gemv_lab 8 prefetch`) ----
 // A decode step's small kernels (rmsnorm, qk_prep, attention, silu: ~20 us an 8B layer) leave the DRAM idle while
@@ -573,6 +624,65 @@ int main(int argc, char** argv) {
         }
         CK(cudaGetLastError());
         for (auto& m : mats) cudaFree(m.data);
+        return 0;
+    }
+    if (only && std::string(only) == "smemx") {   // x16 in shared memory, persistent grids (above), against the shipped Q4_K GEMV
+        double layerBytes;
+        std::vector<Mat> mats = q4kLayers(5151u, 37u, layerBytes);
+        unsigned char* xq;
+        CK(cudaMalloc(&xq, 3 * 14336));
+        auto quant = [&](int K) { gemv_x16_quantize<<<(K / 32 + 3) / 4, 128, 0, s>>>(x, K, 1, xq); };
+        CK(cudaDeviceSynchronize());
+        printf("\nQ4_K x16 GEMV with x16 in shared memory (%d layers of %.1f MB; us a layer, a launch a matrix, in a graph without the "
+               "quantize launches, best of 5)\n", LAYERS, layerBytes / 1e6);
+        printf("| variant | resident blocks an SM (4096 / 14336 columns) | us a layer | GB/s | q/o us | gate/up us | down us | rel. L2 error vs twin |\n"
+               "|---|---|---|---|---|---|---|---|\n");
+        struct V { std::string name; X16Kern k; int block, per, perSm; bool smem; };
+        std::vector<V> vs = {{"shipped gemv_x16_q4_K (R2 T64 U2, a block a row pair)", gemv_x16_q4_K, 64, 2, 0, false},
+                             {"persistent, x16 through L1 (R2 T64 U2, 16 blocks an SM)", x16_persist<Q4kItem, 2, 64, 2>, 64, 2, 16, false}};
+        for (const SmemxVariant& v : smemx_variants()) vs.push_back({v.name, v.k, v.block, v.rowsPerBlock, -1, true});
+        for (const V& v : vs) {
+            int occ[2] = {0, 0};
+            auto grid = [&](const Mat& m, int* o) {
+                int g = (m.rows + v.per - 1) / v.per;
+                if (v.perSm > 0) { g = std::min(g, v.perSm * sms); if (o) *o = v.perSm; }
+                if (v.perSm < 0) {
+                    int per = 0;
+                    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, v.k, v.block, (size_t) x16Bytes(m.cols)));
+                    if (o) *o = per;
+                    g = std::min(g, std::max(per, 1) * sms);
+                }
+                return g;
+            };
+            auto run = [&](const Mat& m) {
+                size_t sm = v.smem ? (size_t) x16Bytes(m.cols) : 0;
+                v.k<<<grid(m, nullptr), v.block, sm, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, 1, y, m.rows,
+                                                         nullptr, 1.f);
+            };
+            grid(mats[0], &occ[0]);
+            grid(mats[6], &occ[1]);
+            double worst = 0;
+            for (int i = 0; i < NS; i++) {
+                launch(gemv_ref_q4_K, mats[i], x, yr, 4, 128, s);
+                quant(mats[i].cols);
+                run(mats[i]);
+                CK(cudaStreamSynchronize(s));
+                CK(cudaGetLastError());
+                worst = std::max(worst, relErr(mats[i].rows));
+            }
+            quant(4096);   // (the values do not matter for the timing; the 14336-column rows read past them)
+            auto timeMask = [&](int mask) {
+                return time_graph(s, e0, e1, [&] {
+                    for (int l = 0; l < LAYERS; l++)
+                        for (int i = 0; i < NS; i++)
+                            if (mask & (1 << i)) run(mats[l * NS + i]);
+                }) * 1e3f / LAYERS;
+            };
+            float all = timeMask(127), qo = timeMask(1 | 8), gu = timeMask(16 | 32), dn = timeMask(64);
+            printf("| %s | %d / %d | %.1f | %.0f | %.1f | %.1f | %.1f | %.1e |\n", v.name.c_str(), occ[0], occ[1], all, layerBytes / (all / 1e6) / 1e9,
+                   qo / 2, gu / 2, dn, worst);
+        }
+        CK(cudaGetLastError());
         return 0;
     }
     if (only && std::string(only) == "persist") {   // a persistent kernel per step (above) against the launch chain

@@ -125,6 +125,18 @@ public final class KernelCatalog {
      */
     public static final int ROUTE_FAST_MAX_EXPERTS = 256, ROUTE_FAST_MAX_TOPK = 32;
     /**
+     * moe_router_route_rows_f32 (gemv.cu ROUTER_ROWS_WARPS, ROUTER_ROWS_TOKENS): the router and its routing of a decode
+     * batch, a block ROUTER_ROWS_WARPS logits of ROUTER_ROWS_TOKENS token rows, their x in dynamic shared memory
+     * ({@link #routerRowsSmemBytes}, up to ROUTER_ROWS_MAX_SMEM_BYTES: no opt-in past the default limit).
+     */
+    public static final int ROUTER_ROWS_WARPS = 8, ROUTER_ROWS_TOKENS = 2;
+    public static final int ROUTER_ROWS_MAX_SMEM_BYTES = SMEM_DEFAULT_LIMIT_BYTES - 1024;
+
+    /** moe_router_route_rows_f32's shared memory for x rows of cols columns: its token rows' 32-element units at 33 floats each. */
+    public static long routerRowsSmemBytes(long cols) {
+        return 4L * ROUTER_ROWS_TOKENS * ((cols + 31) / 32) * 33;
+    }
+    /**
      * gdn_inputs of one sequence's chunk of more rows than this runs them in segments of this many rows (a block per
      * channel group and segment, their conv windows from gdn_halo) rather than one walk over every row a block.
      */
@@ -312,6 +324,7 @@ public final class KernelCatalog {
         }
         add("gemv", "moe_group", MOE_GROUP_THREADS, 0);
         add("gemv", "moe_router_route_f32", 32, 0);
+        add("gemv", "moe_router_route_rows_f32", 32 * ROUTER_ROWS_WARPS, ROUTER_ROWS_MAX_SMEM_BYTES);
         add("gemv", "expert_group_prep", EXPERT_GROUP_PREP_THREADS, 0);
         for (String t : allWeightSuffixes()) if (expertGroupMma(t)) add("gemv", "expert_group_mma_" + t, 32 * GEMV_MMA_WARPS, 0);
         for (String k : List.of("copy_columns", "sigmoid_mul", "l2norm", "rmsnorm_gated", "causal_conv1d", "delta_gates",

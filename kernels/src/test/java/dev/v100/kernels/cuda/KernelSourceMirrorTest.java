@@ -54,7 +54,8 @@ class KernelSourceMirrorTest {
                 "GEMV_MMA_ROWS", KernelCatalog.GEMV_MMA_ROWS, "GEMV_MMA_WARPS", KernelCatalog.GEMV_MMA_WARPS,
                 "GEMV_MMA_PREP_PARTS", KernelCatalog.GEMV_MMA_PREP_PARTS));
         mirrors("gemv.cu", Map.of("MOE_GROUP_THREADS", KernelCatalog.MOE_GROUP_THREADS, "EXPERT_GROUP_PREP_THREADS", KernelCatalog.EXPERT_GROUP_PREP_THREADS,
-                "GEMV_F16_ROW_THREADS", KernelCatalog.GEMV_F16_ROW_THREADS));
+                "GEMV_F16_ROW_THREADS", KernelCatalog.GEMV_F16_ROW_THREADS, "ROUTER_ROWS_WARPS", KernelCatalog.ROUTER_ROWS_WARPS,
+                "ROUTER_ROWS_TOKENS", KernelCatalog.ROUTER_ROWS_TOKENS));
         assertEquals(KernelCatalog.GEMV8_ROWS_PER_BLOCK, define(d, "GEMV8_ROWS_PER_WARP", "gemv.cu") * (KernelCatalog.GEMV_THREADS / 32));
         assertEquals(dev.v100.kernels.ref.RefMma.X_TOP, define(d, "GEMV_MMA_X_TOP", "gemv.cu"), "RefMma scales x rows as gemv_mma_prep");
         assertEquals(KernelCatalog.GEMV_MAX_TOKENS, define(d, "GEMV_MAX_N", "gemv.cu"), "token rows a GEMV takes");

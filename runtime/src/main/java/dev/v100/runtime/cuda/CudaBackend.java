@@ -83,7 +83,7 @@ public final class CudaBackend implements Backend {
     private boolean closed;
     // the fixed kernels, resolved once
     private final CudaKernel kSiluMul, kAddScaled, kAddBias, kScale, kToF16, kCheck, kCopy, kRmsNorm, kRope, kKvStore, kMoeOutputNorm,
-            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kDeltaGates, kDeltaRule, kChunkPrep, kChunkScan, kRoute, kRouterRoute, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep, kF16Rows, kF16RowsMulti;
+            kAttnPrefill, kAttnPrefillWide, kArgmax, kTop, kCopyColumns, kSigmoidMul, kL2Norm, kRmsNormGated, kDeltaGates, kDeltaRule, kChunkPrep, kChunkScan, kRoute, kRouterRoute, kRouterRouteRows, kMoeGroup, kGroupPrep, kCombine, kMoeOutput, kGdnHalo, kGateRows, kGatherColumns, kX16Quantize, kMmaPrep, kF16Rows, kF16RowsMulti;
     // gemv_x16_*: the x whose 16-bit form the scratch holds (its address and columns), and device.issued() right
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
@@ -133,6 +133,14 @@ public final class CudaBackend implements Backend {
      */
     static final String SHAPE_KERNELS_PROPERTY = "v100.cuda.shapeKernels";
     boolean shapeKernels = !"false".equals(System.getProperty(SHAPE_KERNELS_PROPERTY));
+
+    /**
+     * matmulRoute of a decode batch (2..GEMV_MAX_TOKENS rows) runs moe_router_route_rows_f32 (x in shared memory, a warp
+     * a logit of two tokens; the same sums as moe_router_route_f32's warp a (logit, token));
+     * {@code -Dv100.cuda.routerRows=false} keeps moe_router_route_f32 (a measurement knob; tests set the field).
+     */
+    static final String ROUTER_ROWS_PROPERTY = "v100.cuda.routerRows";
+    boolean routerRows = !"false".equals(System.getProperty(ROUTER_ROWS_PROPERTY));
 
     /** The kernel of a shape's own form (name), or the run-time form where shapeKernels is off. */
     private CudaKernel shaped(String name, String runTimeForm) {
@@ -184,6 +192,7 @@ public final class CudaBackend implements Backend {
         kChunkScan = device.kernel("gdn_chunk_scan");
         kRoute = device.kernel("moe_route");
         kRouterRoute = device.kernel("moe_router_route_f32");
+        kRouterRouteRows = device.kernel("moe_router_route_rows_f32");
         kMoeGroup = device.kernel("moe_group");
         kGroupPrep = device.kernel("expert_group_prep");
         kCombine = device.kernel("moe_combine");
@@ -1782,7 +1791,8 @@ public final class CudaBackend implements Backend {
      * An F32 router (its GEMV the reference twin's, KernelCatalog.gemvPrefersTwin) of up to GEMV_MAX_TOKENS token rows and
      * a routing route_fast takes: one moe_router_route_f32 launch, a block a (logit, token) and the last of a token's
      * blocks routing it, its logits and routing bit for bit matmul's and route's (35B-A3B, a decode row: 6.6 us a layer
-     * against 4.2 + 3.2; docs/BENCHMARKS.md). Anything else takes the two calls.
+     * against 4.2 + 3.2; docs/BENCHMARKS.md); a decode batch of 2 or more rows moe_router_route_rows_f32 (routerRows: the
+     * same sums, a warp a logit of two tokens, their x in shared memory). Anything else takes the two calls.
      */
     @Override
     public void matmulRoute(Buffer x, Weight router, Buffer routerLogits, boolean normalizeTopK, MoeRouting routing) {
@@ -1801,9 +1811,18 @@ public final class CudaBackend implements Backend {
         device.bind();
         note(wt);
         long before = device.issued();
-        long done = device.scratchZeroed("router-route-done", 4L * KernelCatalog.GEMV_MAX_TOKENS);
-        wt.params(device.launch(kRouterRoute)).ptr(xb.address).ptr(lb.address).i32((int) wt.rows).i32(r.topK).i32(normalizeTopK ? 1 : 0)
-                .ptr(r.ids).ptr(r.weights).ptr(done).go(wt.rows, n, 1, 32, 0);
+        long smem = KernelCatalog.routerRowsSmemBytes(xb.cols);
+        if (routerRows && n >= 2 && smem <= KernelCatalog.ROUTER_ROWS_MAX_SMEM_BYTES) {
+            // a ticket a token group (its last block resets it: one zeroing lasts)
+            long done = device.scratchZeroed("router-rows-done", 4L * KernelCatalog.GEMV_MAX_TOKENS);
+            int warps = KernelCatalog.ROUTER_ROWS_WARPS, groups = (n + KernelCatalog.ROUTER_ROWS_TOKENS - 1) / KernelCatalog.ROUTER_ROWS_TOKENS;
+            wt.params(device.launch(kRouterRouteRows)).ptr(xb.address).i32(n).ptr(lb.address).i32((int) wt.rows).i32(r.topK).i32(normalizeTopK ? 1 : 0)
+                    .ptr(r.ids).ptr(r.weights).ptr(done).go((wt.rows + warps - 1) / warps, groups, 1, 32 * warps, (int) smem);
+        } else {
+            long done = device.scratchZeroed("router-route-done", 4L * KernelCatalog.GEMV_MAX_TOKENS);
+            wt.params(device.launch(kRouterRoute)).ptr(xb.address).ptr(lb.address).i32((int) wt.rows).i32(r.topK).i32(normalizeTopK ? 1 : 0)
+                    .ptr(r.ids).ptr(r.weights).ptr(done).go(wt.rows, n, 1, 32, 0);
+        }
         group(r, n);
         x16Kept(before, lb);
         r.tokens = n;
