@@ -141,6 +141,11 @@ public final class CudaBackend implements Backend {
      */
     static final String ROUTER_ROWS_PROPERTY = "v100.cuda.routerRows";
     boolean routerRows = !"false".equals(System.getProperty(ROUTER_ROWS_PROPERTY));
+    /**
+     * The fewest token rows moe_router_route_rows_f32 takes ({@code -Dv100.cuda.routerRowsMin}; 1 puts a decode row on it
+     * too: measured slower there, 8.8 against 6.8 us a 35B-A3B layer, so the default is 2).
+     */
+    int routerRowsMin = Math.max(1, Integer.getInteger("v100.cuda.routerRowsMin", 2));
 
     /** The kernel of a shape's own form (name), or the run-time form where shapeKernels is off. */
     private CudaKernel shaped(String name, String runTimeForm) {
@@ -1812,7 +1817,7 @@ public final class CudaBackend implements Backend {
         note(wt);
         long before = device.issued();
         long smem = KernelCatalog.routerRowsSmemBytes(xb.cols);
-        if (routerRows && n >= 2 && smem <= KernelCatalog.ROUTER_ROWS_MAX_SMEM_BYTES) {
+        if (routerRows && n >= routerRowsMin && smem <= KernelCatalog.ROUTER_ROWS_MAX_SMEM_BYTES) {
             // a ticket a token group (its last block resets it: one zeroing lasts)
             long done = device.scratchZeroed("router-rows-done", 4L * KernelCatalog.GEMV_MAX_TOKENS);
             int warps = KernelCatalog.ROUTER_ROWS_WARPS, groups = (n + KernelCatalog.ROUTER_ROWS_TOKENS - 1) / KernelCatalog.ROUTER_ROWS_TOKENS;

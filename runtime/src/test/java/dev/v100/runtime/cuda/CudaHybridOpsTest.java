@@ -967,18 +967,19 @@ class CudaHybridOpsTest {
      * blocks routing it) bit for bit matmul then route: logits, ids and weights for 1, 3 and 8 token rows, routers of 256 x
      * 2048 (the 35B-A3B's), 256 x 3072, 64 x 1536, 100 x 80 (columns no multiple of 32) and 9 x 64 with a tie, twice each
      * over sentinel outputs (the second launch finds the tickets its first left at zero); more than 256 experts or top-k
-     * over 32 take the two calls, with the same results. 3 and 8 rows run moe_router_route_rows_f32 (its token groups of
-     * two, the last one short at 3), then again moe_router_route_f32 with routerRows off.
+     * over 32 take the two calls, with the same results. Both kernels: moe_router_route_rows_f32 (routerRowsMin 1: one
+     * row too; its token groups of two, the last one short at 1 and 3), then moe_router_route_f32 with routerRows off.
      */
     @Test
     void routerAndRoutingInOneLaunch() {
         for (boolean rows : new boolean[] {true, false}) routerAndRoutingInOneLaunch(rows);
     }
 
-    /** rows: decode batches take moe_router_route_rows_f32 (else moe_router_route_f32 at every row count). */
+    /** rows: every row count takes moe_router_route_rows_f32 (else moe_router_route_f32). */
     private void routerAndRoutingInOneLaunch(boolean rows) {
         try (CudaBackend gpu = backend("hybrid-router-route")) {
             gpu.routerRows = rows;
+            gpu.routerRowsMin = 1;   // (the default leaves one row on moe_router_route_f32: here every row count takes rows')
             SplittableRandom r = new SplittableRandom(41);
             // (3072: a second pass of a lane's unit pairs, the 122B-A10B's width; 1536: lanes with two units beside lanes with one)
             for (int[] c : new int[][] {{256, 8, 2048}, {256, 8, 3072}, {64, 4, 1536}, {128, 8, 96}, {100, 5, 80}, {9, 3, 64}, {512, 8, 64},
@@ -993,7 +994,7 @@ class CudaHybridOpsTest {
                     Buffer x = put(gpu, halves(r, n * cols, 1), n, cols);
                     for (boolean norm : new boolean[] {true, false}) {
                         String what = experts + " experts x " + cols + ", top-" + topK + ", n " + n + ", normalize " + norm
-                                + (rows && n > 1 ? " (moe_router_route_rows_f32)" : "");
+                                + (rows ? " (moe_router_route_rows_f32)" : "");
                         MoeRouting two = gpu.allocateRouting(n, experts, topK), one = gpu.allocateRouting(n, experts, topK);
                         Buffer twoLogits = gpu.allocate("l2", n, experts), oneLogits = gpu.allocate("l1", n, experts);
                         gpu.matmul(x, router, twoLogits);
