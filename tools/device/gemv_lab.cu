@@ -530,6 +530,19 @@ int main(int argc, char** argv) {
     Shape shapes[] = {{"q", 4096, 4096}, {"k", 1024, 4096}, {"v", 1024, 4096}, {"o", 4096, 4096},
                       {"gate", 14336, 4096}, {"up", 14336, 4096}, {"down", 4096, 14336}};
     const int NS = 7;
+    // each shape's layer-0 matrix through run against the twin (x quantized for its width first): the worst relative L2 error
+    auto vsTwin = [&](const std::vector<Mat>& mats, Kern ref, auto quant, auto run) {
+        double worst = 0;
+        for (int i = 0; i < NS; i++) {
+            launch(ref, mats[i], x, yr, 4, 128, s);
+            quant(mats[i].cols);
+            run(mats[i]);
+            CK(cudaStreamSynchronize(s));
+            CK(cudaGetLastError());
+            worst = std::max(worst, relErr(mats[i].rows));
+        }
+        return worst;
+    };
     // LAYERS distinct 8B layers of Q4_K matrices (seeds seed + step * index), and the bytes of one layer
     auto q4kLayers = [&](unsigned seed, unsigned step, double& layerBytes) {
         std::vector<Mat> mats;
@@ -661,15 +674,7 @@ int main(int argc, char** argv) {
             };
             grid(mats[0], &occ[0]);
             grid(mats[6], &occ[1]);
-            double worst = 0;
-            for (int i = 0; i < NS; i++) {
-                launch(gemv_ref_q4_K, mats[i], x, yr, 4, 128, s);
-                quant(mats[i].cols);
-                run(mats[i]);
-                CK(cudaStreamSynchronize(s));
-                CK(cudaGetLastError());
-                worst = std::max(worst, relErr(mats[i].rows));
-            }
+            double worst = vsTwin(mats, gemv_ref_q4_K, quant, run);
             quant(4096);   // (the values do not matter for the timing; the 14336-column rows read past them)
             auto timeMask = [&](int mask) {
                 return time_graph(s, e0, e1, [&] {
@@ -954,14 +959,7 @@ int main(int argc, char** argv) {
                     v.k<<<grid, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, 1, y, m.rows,
                                                           nullptr, 1.f);
                 };
-                double worst = 0;
-                for (int i = 0; i < NS; i++) {
-                    launch(ref, mats[i], x, yr, 4, 128, s);
-                    quant(mats[i].cols);
-                    run(mats[i]);
-                    CK(cudaStreamSynchronize(s));
-                    worst = std::max(worst, relErr(mats[i].rows));
-                }
+                double worst = vsTwin(mats, ref, quant, run);
                 auto timeAll = [&](int shapeMask, bool q) {
                     float best = 1e30f;
                     for (int rep = 0; rep < 5; rep++) {
