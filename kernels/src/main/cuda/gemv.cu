@@ -1146,10 +1146,11 @@ extern "C" __global__ void moe_router_route_f32(WEIGHT_PARAMS, const float* x, f
     if (threadIdx.x == 0) done[t] = 0u;   // ready for the next launch
 }
 
-// moe_router_route_f32 for decode batches (2..GEMV_MAX_N token rows): grid (row groups of ROUTER_ROWS_WARPS logits,
+// moe_router_route_f32 for decode batches (1..GEMV_MAX_N token rows; the launcher gives it 2 or more unless
+// -Dv100.cuda.routerRowsMin says otherwise): grid (row groups of ROUTER_ROWS_WARPS logits,
 // token groups of ROUTER_ROWS_TOKENS), a warp a logit of the block's tokens. At 8 tokens the one-warp-a-(logit, token)
 // form ran 2048 warps of 150 registers (two waves) each reading its token's x with lane-strided 128-byte units (32 L1
-// wavefronts a load instruction): 14.5 us a MoE layer against 6.8 at one token. Here the block copies its tokens' x
+// wavefronts a load instruction): 13.2 us a MoE layer against 6.8 at one token (11.6 here). Here the block copies its tokens' x
 // into shared memory once (coalesced; unit u's element i at u * 33 + i, so that the lanes' reads of their units meet
 // no bank twice), and a warp loads its logit's weight units once for the block's tokens. Each (logit, token) sum is
 // router_row_f32's (its lane's units in order, two a step, then the warp sum): bit for bit. The last block of a

@@ -994,7 +994,7 @@ class CudaHybridOpsTest {
                     Buffer x = put(gpu, halves(r, n * cols, 1), n, cols);
                     for (boolean norm : new boolean[] {true, false}) {
                         String what = experts + " experts x " + cols + ", top-" + topK + ", n " + n + ", normalize " + norm
-                                + (rows ? " (moe_router_route_rows_f32)" : "");
+                                + (rows && fused ? " (moe_router_route_rows_f32)" : "");
                         MoeRouting two = gpu.allocateRouting(n, experts, topK), one = gpu.allocateRouting(n, experts, topK);
                         Buffer twoLogits = gpu.allocate("l2", n, experts), oneLogits = gpu.allocate("l1", n, experts);
                         gpu.matmul(x, router, twoLogits);
