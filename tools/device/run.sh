@@ -6,7 +6,7 @@
 # A failing step does not stop the others; a table of all of them is printed last. Logs go to $OUT.
 #
 # Device tool: carry [".device"], command "bash tools/device/run.sh", timeout 600. Every step has its own
-# time limit (together under 10 minutes); STEPS="info tests golden kbench bench ab trace ktrace ncu" selects steps (e.g. two
+# time limit (together under 10 minutes); STEPS="info tests golden kbench bench coldstart ab trace ktrace ncu" selects steps (e.g. two
 # calls: STEPS="info tests golden", then STEPS="kbench bench hf"), BENCH_SETS="llama8B:Q4_K ..." the bench
 # bundles (GEOMETRY:TYPE, GEOMETRY llama1B / llama8B / qwen3-8B / qwen25-7B / granite-8B / qwen36-35B-A3B / qwen35-27B, TYPE a ggml type, Q4_K_M / Q5_K_M / Q3_K_M / Q2_K_MIX (llama.cpp's mixes) or W4A16-gG; see BenchBundleMain), HF_GEOMETRY the geometry of
 # the transformers eager baseline (step hf: tools/device/hf_eager_bench.py on the same GPU; qwen36-35B-A3B for the
@@ -24,8 +24,16 @@ HF_GEOMETRY=${HF_GEOMETRY:-llama8B}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # keep NCCL off NVLink multicast on the shared hosts (not used here, but never risk it)
 export NCCL_NVLS_ENABLE=0
-# the first process compiles the compute_70 PTX for this GPU (driver JIT); the later ones reuse the cache
+# the first process to launch a kernel compiles its compute_70 PTX for this GPU (driver JIT); the later ones reuse the
+# cache. JIT_CACHE=fresh starts this call from an empty cache (what a fresh machine's first start pays: cold-start
+# measurements); JIT_CACHE=off disables it (every process compiles again)
 export CUDA_CACHE_MAXSIZE=1073741824
+case ${JIT_CACHE:-} in
+  fresh) export CUDA_CACHE_PATH=$(mktemp -d /tmp/v100-jit-cache.XXXXXX) ;;
+  off) export CUDA_CACHE_DISABLE=1 ;;
+  "") ;;
+  *) echo "JIT_CACHE=$JIT_CACHE: fresh, off or unset" >&2; exit 2 ;;
+esac
 if [ ! -x .device/jre/bin/java ]; then
   echo "no .device/jre: run tools/device/build.sh on the build machine and carry .device" >&2
   exit 2
@@ -46,7 +54,7 @@ declare -A rc secs notes
 declare -A writer
 rm -f "$LOGS"/*.written   # (an earlier call's on a machine still warm: its writer may have failed)
 # (one after another: each fills its tensors on every core)
-if [[ " $STEPS " == *" bench "* || " $STEPS " == *" ab "* || " $STEPS " == *" trace "* || " $STEPS " == *" ktrace "* || " $STEPS " == *" ncu "* ]]; then
+if [[ " $STEPS " == *" bench "* || " $STEPS " == *" coldstart "* || " $STEPS " == *" ab "* || " $STEPS " == *" trace "* || " $STEPS " == *" ktrace "* || " $STEPS " == *" ncu "* ]]; then
   (
     for set in $BENCH_SETS; do
       g=${set%%:*} t=${set#*:}
@@ -108,12 +116,12 @@ for s in $STEPS; do
       { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1; echo; } > "$OUT/info.log"
       run_step info 90 "$LOGS/info.log" "${JAVA[@]}" dev.v100.runtime.cuda.CudaInfo
       cat "$LOGS/info.log" >> "$OUT/info.log"
-      notes[info]=$(grep -m1 "modules loaded" "$OUT/info.log")
+      notes[info]=$(grep -m1 "loaded in" "$OUT/info.log")
       ;;
     tests)
       # one JVM per test class: a sticky CUDA error (an illegal address) in one class cannot fail the others
       : > "$OUT/gpu-tests.txt"
-      for c in ${TEST_CLASSES:-CudaOpsTest:40 CudaMatmulTest:90 CudaAttentionTest:40 CudaHybridOpsTest:90 CudaPrecisionTest:30 CudaModelTest:60}; do
+      for c in ${TEST_CLASSES:-CudaOpsTest:90 CudaMatmulTest:90 CudaAttentionTest:40 CudaHybridOpsTest:90 CudaPrecisionTest:30 CudaModelTest:60}; do
         cls=${c%%:*}
         run_step "$cls" "${c##*:}" "$LOGS/$cls.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$LOGS/$cls.txt" "dev.v100.runtime.cuda.$cls"
         notes[$cls]=$(grep -m1 "^GPU TESTS" "$LOGS/$cls.log" | sed 's/ (details.*//')
@@ -138,6 +146,25 @@ for s in $STEPS; do
         run_step "bench-$g-$t" 150 "$log" "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
         cat "$LOGS/bench-$g-$t.write.log" "$log" > "$LOGS/bench.all" && mv "$LOGS/bench.all" "$log"
         notes[bench-$g-$t]=$(grep -E "^\| decode batch 1" "$log" | cut -d'|' -f3 | xargs)
+      done
+      ;;
+    coldstart)
+      # the first bench set's bench from an empty JIT cache, each variant in its own (what the first start on a fresh
+      # machine pays): COLDSTART_VARIANTS (default "first-launch modules"), values of -Dv100.cuda.kernelLoading: each
+      # kernel JIT-compiled at its first launch, or every PTX module whole at open (as before 2026-12-02)
+      set0=${BENCH_SETS%% *}
+      g=${set0%%:*} t=${set0#*:}
+      b=/tmp/v100-bench-$g-$t-tp1pp1
+      for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+      : > "$OUT/coldstart.txt"
+      for v in ${COLDSTART_VARIANTS:-first-launch modules}; do
+        cache=$(mktemp -d /tmp/v100-jit-cold.XXXXXX)
+        run_step "coldstart-$v" 200 "$LOGS/coldstart-$v.log" env CUDA_CACHE_PATH="$cache" "${JAVA[@]}" -Dv100.cuda.kernelLoading="$v" \
+            dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
+        { echo "== $g $t, -Dv100.cuda.kernelLoading=$v, empty JIT cache"
+          grep -E '^\| (cold start|kernels JIT|prefill|decode batch [18] \|)' "$LOGS/coldstart-$v.log"; echo; } >> "$OUT/coldstart.txt"
+        notes[coldstart-$v]=$(grep -E "^\| cold start" "$LOGS/coldstart-$v.log" | cut -d'|' -f3 | xargs)
+        rm -rf "$cache"
       done
       ;;
     ab)

@@ -63,6 +63,7 @@ public final class CudaBench {
             out.printf(Locale.ROOT, "model: %s, %d layers, hidden %d, vocab %d, tp %d x pp %d, %.2f GB of weights; context %d, prefill chunk %d%n",
                     c.architecture(), c.numLayers(), c.hiddenSize(), c.vocabSize(), m.tp(), m.pp(), loaded.uploadBytes() / 1e9, context, m.chunkTokens());
             table.put("cold start to first token", String.format(Locale.ROOT, "%.2f s (JVM start to first token %.2f s; load %.2f s)", firstTokenS, jvmToFirst, loadS));
+            String jitAtFirstToken = d.jitSummary();
 
             double pinned = RankUpload.pinnedCopyGbPerSecond(d, PINNED_COPY_BYTES, 8);
             long[] mem = d.memInfo();
@@ -148,6 +149,9 @@ public final class CudaBench {
             table.put("roofline ratio", String.format(Locale.ROOT, "%.2f (%.2f GB per step = %.2f GB weights + %.3f GB KV%s; %.0f GB/s of %.0f GB/s)",
                     achieved / deviceBw, bytesPerStep / 1e9, weightBytes / 1e9, kvBytes / 1e9,
                     stateBytes > 0 ? String.format(Locale.ROOT, " + %.3f GB Gated-DeltaNet state", stateBytes / 1e9) : "", achieved, deviceBw));
+            // the kernels this run launched, JIT-compiled at their first launch (PTX): those before the first token are in the
+            // cold start, the rest were paid by the first prefill / decode step that launched them
+            table.put("kernels JIT-compiled", "by the first token: " + jitAtFirstToken + "; by the end of the run: " + d.jitSummary());
             List<String> gemms = loaded.gemmDecisions();
             if (!gemms.isEmpty()) {
                 out.println("GEMM choices (measured on this GPU, kernel vs cuBLAS GemmEx):");

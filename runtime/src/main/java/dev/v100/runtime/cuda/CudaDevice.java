@@ -2,6 +2,7 @@ package dev.v100.runtime.cuda;
 
 import dev.v100.kernels.cuda.KernelCatalog;
 import dev.v100.kernels.cuda.KernelManifest;
+import dev.v100.kernels.cuda.PtxModule;
 import org.bytedeco.cuda.cublas.cublasContext;
 import org.bytedeco.cuda.cudart.CUctx_st;
 import org.bytedeco.cuda.cudart.CUevent_st;
@@ -57,6 +58,9 @@ public final class CudaDevice implements AutoCloseable {
     final long totalBytes;
     final CudaOptions options;
     final boolean cubin;
+    /** Whether every module was loaded whole at open (cubins; or PTX with {@value #KERNEL_LOADING_PROPERTY}=modules). */
+    final boolean wholeModules;
+    static final String KERNEL_LOADING_PROPERTY = "v100.cuda.kernelLoading";
     private final CUctx_st ctx;
     private long issued;   // see issued()
     private final CUstream_st rawStream;
@@ -119,6 +123,11 @@ public final class CudaDevice implements AutoCloseable {
         Cuda.check(cuStreamCreate(rawStream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
         String image = System.getProperty("v100.cuda.image", "auto");
         this.cubin = image.equals("cubin") || (image.equals("auto") && ccMajor == 7);
+        String loading = System.getProperty(KERNEL_LOADING_PROPERTY, "first-launch");
+        if (!loading.equals("first-launch") && !loading.equals("modules")) {
+            throw new CudaException(KERNEL_LOADING_PROPERTY + " is '" + loading + "': first-launch or modules", null);
+        }
+        this.wholeModules = cubin || loading.equals("modules");
         long t0 = System.nanoTime();
         loadModules();
         this.moduleLoadSeconds = (System.nanoTime() - t0) / 1e9;
@@ -178,6 +187,12 @@ public final class CudaDevice implements AutoCloseable {
         for (var a : aliases.entrySet()) functions.put(a.getKey(), functions.get(a.getValue()));
     }
 
+    /**
+     * The kernels: with sm_70 cubins (a V100), every module loaded now (no JIT); with PTX, a handle per kernel whose
+     * module the driver JIT-compiles at its first launch ({@link #function}), cut from the built module ({@link
+     * PtxModule}) so that only launched kernels are compiled ({@value #KERNEL_LOADING_PROPERTY}=modules: every PTX
+     * module whole, now, as before 2026-12-02; a measurement knob).
+     */
     private void loadModules() {
         KernelManifest manifest;
         try {
@@ -185,36 +200,21 @@ public final class CudaDevice implements AutoCloseable {
         } catch (IllegalStateException e) {
             throw new CudaException(e.getMessage(), e);
         }
-        String suffix = cubin ? "." + manifest.cubinArch() + ".cubin" : ".ptx";
-        for (String module : manifest.modules()) {
-            byte[] bytes = KernelManifest.resource(module + suffix);
-            BytePointer imageBytes = new BytePointer(bytes.length + 1L);
-            imageBytes.put(bytes, 0, bytes.length);
-            imageBytes.put(bytes.length, (byte) 0);   // PTX is a NUL-terminated string
-            CUmod_st mod = new CUmod_st();
-            BytePointer log = new BytePointer(16384);
-            IntPointer opts = new IntPointer(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
-            PointerPointer<?> vals = new PointerPointer<>(2);
-            vals.put(0, log);
-            vals.put(1, Cuda.at(16384));
-            int rc = cuModuleLoadDataEx(mod, imageBytes, 2, opts, vals);
-            if (rc != 0) {
-                String jit = log.getString().trim();
-                Cuda.check(rc, "cuModuleLoadDataEx", "loading kernel module " + module + suffix + " on " + name + " (sm_" + ccMajor + ccMinor
-                        + ")" + (jit.isEmpty() ? "" : "; JIT log: " + jit));
-            }
-            modules.add(mod);
-            for (KernelManifest.Entry e : manifest.entries()) {
-                if (!e.module().equals(module)) continue;
-                CUfunc_st f = new CUfunc_st();
-                Cuda.check(cuModuleGetFunction(f, mod, e.name()), "cuModuleGetFunction", "kernel " + e.name() + " of " + module);
-                int dyn = KernelCatalog.get(e.name()).maxDynamicSmemBytes();
-                if (dyn > KernelCatalog.SMEM_DEFAULT_LIMIT_BYTES - e.staticSmemBytes()) {
-                    Cuda.check(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn), "cuFuncSetAttribute",
-                            "allowing " + e.name() + " " + dyn + " bytes of dynamic shared memory");
+        kernelModules = new HashMap<>();
+        for (KernelManifest.Entry e : manifest.entries()) {
+            kernelModules.put(e.name(), e.module());
+            kernelStaticSmem.put(e.name(), e.staticSmemBytes());
+        }
+        if (wholeModules) {
+            String suffix = cubin ? "." + manifest.cubinArch() + ".cubin" : ".ptx";
+            for (String module : manifest.modules()) {
+                CUmod_st mod = loadImage(KernelManifest.resource(module + suffix), module + suffix);
+                for (KernelManifest.Entry e : manifest.entries()) {
+                    if (e.module().equals(module)) functions.put(e.name(), new CudaKernel(e.name(), resolve(mod, e.name(), module + suffix)));
                 }
-                functions.put(e.name(), new CudaKernel(e.name(), f));
             }
+        } else {
+            for (KernelManifest.Entry e : manifest.entries()) functions.put(e.name(), new CudaKernel(e.name(), this));
         }
         Map<String, String> aliases;
         try {
@@ -224,6 +224,105 @@ public final class CudaDevice implements AutoCloseable {
             throw new CudaException(e.getMessage(), e);
         }
         if (!aliases.isEmpty()) System.err.println("[cuda] kernel aliases (a measurement knob, " + KERNEL_ALIASES_PROPERTY + "): " + aliases);
+    }
+
+    private Map<String, String> kernelModules;                              // kernel -> built module
+    private final Map<String, Integer> kernelStaticSmem = new HashMap<>();
+    private final Map<String, PtxModule> ptxModules = new HashMap<>();      // cut at the first use of one of its kernels
+    private int jitKernels;
+    private long jitNanos;
+
+    /**
+     * Loads one kernel from its own module (the built PTX module without the other kernels' entries): the driver
+     * JIT-compiles it (or takes it from its JIT cache). Runs on the issuing thread at the kernel's first launch, which is
+     * always an eager one (LaunchQueue captures a chunk only when it repeats), never under stream capture.
+     */
+    synchronized CUfunc_st function(String kernel) {
+        if (closed) throw new CudaException("cuModuleLoadDataEx", -1, "kernel " + kernel + ": the device is closed");
+        String module = kernelModules.get(kernel);
+        if (module == null) throw new CudaException("cuModuleGetFunction", -1, "kernel " + kernel + " is not in the built modules");
+        long t0 = System.nanoTime();
+        PtxModule ptx = ptxModules.get(module);
+        if (ptx == null) {
+            try {
+                ptx = PtxModule.parse(module, new String(KernelManifest.resource(module + ".ptx"), java.nio.charset.StandardCharsets.US_ASCII));
+            } catch (IllegalStateException | IllegalArgumentException e) {
+                throw new CudaException(e.getMessage(), e);
+            }
+            ptxModules.put(module, ptx);
+        }
+        bind();
+        String image = module + ".ptx (kernel " + kernel + ")";
+        CUmod_st mod = loadImage(ptx.kernel(kernel).getBytes(java.nio.charset.StandardCharsets.US_ASCII), image);
+        CUfunc_st f = resolve(mod, kernel, image);
+        jitKernels++;
+        jitNanos += System.nanoTime() - t0;
+        return f;
+    }
+
+    /** Kernels loaded from PTX so far and the seconds their loads took (the driver's JIT, or its cache). */
+    synchronized int jitKernels() {
+        return jitKernels;
+    }
+
+    synchronized double jitSeconds() {
+        return jitNanos / 1e9;
+    }
+
+    /** Loads every kernel now (CudaInfo: a check that the driver accepts all of them, and how long that takes). */
+    void loadAll() {
+        for (CudaKernel k : functions.values()) k.fn();
+    }
+
+    /** How this device gets its kernels, for reports. */
+    String kernelsDescription() {
+        if (wholeModules) {
+            return String.format(Locale.ROOT, "%d kernels: %s modules loaded whole in %.2f s", kernelCount(), cubin ? "sm_70 cubin" : "compute_70 PTX",
+                    moduleLoadSeconds);
+        }
+        return kernelCount() + " kernels: compute_70 PTX, each JIT-compiled by the driver at its first launch";
+    }
+
+    /** What the driver has JIT-compiled so far, for reports. */
+    String jitSummary() {
+        if (wholeModules) return cubin ? "none (sm_70 cubins)" : String.format(Locale.ROOT, "all %d kernels at open, in %.2f s", kernelCount(), moduleLoadSeconds);
+        return String.format(Locale.ROOT, "%d of %d kernels in %.2f s", jitKernels(), kernelCount(), jitSeconds());
+    }
+
+    /** Kernels in the build. */
+    int kernelCount() {
+        return kernelModules.size();
+    }
+
+    private CUmod_st loadImage(byte[] bytes, String what) {
+        BytePointer imageBytes = new BytePointer(bytes.length + 1L);
+        imageBytes.put(bytes, 0, bytes.length);
+        imageBytes.put(bytes.length, (byte) 0);   // PTX is a NUL-terminated string
+        CUmod_st mod = new CUmod_st();
+        BytePointer log = new BytePointer(16384);
+        IntPointer opts = new IntPointer(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
+        PointerPointer<?> vals = new PointerPointer<>(2);
+        vals.put(0, log);
+        vals.put(1, Cuda.at(16384));
+        int rc = cuModuleLoadDataEx(mod, imageBytes, 2, opts, vals);
+        if (rc != 0) {
+            String jit = log.getString().trim();
+            Cuda.check(rc, "cuModuleLoadDataEx", "loading kernel module " + what + " on " + name + " (sm_" + ccMajor + ccMinor
+                    + ")" + (jit.isEmpty() ? "" : "; JIT log: " + jit));
+        }
+        modules.add(mod);
+        return mod;
+    }
+
+    private CUfunc_st resolve(CUmod_st mod, String kernel, String what) {
+        CUfunc_st f = new CUfunc_st();
+        Cuda.check(cuModuleGetFunction(f, mod, kernel), "cuModuleGetFunction", "kernel " + kernel + " of " + what);
+        int dyn = KernelCatalog.get(kernel).maxDynamicSmemBytes();
+        if (dyn > KernelCatalog.SMEM_DEFAULT_LIMIT_BYTES - kernelStaticSmem.get(kernel)) {
+            Cuda.check(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn), "cuFuncSetAttribute",
+                    "allowing " + kernel + " " + dyn + " bytes of dynamic shared memory");
+        }
+        return f;
     }
 
     /** Makes this device's context current on the calling thread (once per thread). */

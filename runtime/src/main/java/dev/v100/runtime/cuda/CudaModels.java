@@ -59,8 +59,7 @@ public final class CudaModels {
             }
             if (LlamaFamily.ARCHITECTURES.contains(m.config().architecture())) LlamaFamily.checkSupported(m.config(), bundle.location().toString());
             device = CudaDevice.open(cuda);
-            cuda.report(String.format(Locale.ROOT, "device: %s; %d kernel modules loaded in %.2f s", device.description(),
-                    dev.v100.kernels.cuda.KernelManifest.load().modules().size(), device.moduleLoadSeconds));
+            cuda.report("device: " + device.description() + "; " + device.kernelsDescription());
             int world = m.parallel().worldSize();
             long bytes = 0;
             double seconds = 0;

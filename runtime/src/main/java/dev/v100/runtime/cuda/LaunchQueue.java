@@ -256,7 +256,7 @@ final class LaunchQueue {
         long[] a = args[i];
         for (int j = 0; j < nArgs[i]; j++) nativeSlots.setAtIndex(ValueLayout.JAVA_LONG, j, a[j]);
         if (profile != null) profile.before(kernel[i].name, stream);
-        int rc = cuLaunchKernel(kernel[i].fn, gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
+        int rc = cuLaunchKernel(kernel[i].fn(), gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
         if (profile != null) profile.after(stream);
         if (rc != 0) {
             Cuda.check(rc, "cuLaunchKernel", "launching " + kernel[i].name + " (grid " + gridX[i] + "x" + gridY[i] + "x" + gridZ[i] + ", block "
@@ -388,7 +388,7 @@ final class LaunchQueue {
         for (int i = 0; i < count && launchRc == 0; i++) {
             long[] a = args[i];
             for (int j = 0; j < nArgs[i]; j++) nativeSlots.setAtIndex(ValueLayout.JAVA_LONG, j, a[j]);
-            launchRc = cuLaunchKernel(kernel[i].fn, gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
+            launchRc = cuLaunchKernel(kernel[i].fn(), gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
         }
         rc = cuStreamEndCapture(stream, graph);
         if (launchRc != 0 || rc != 0) {

@@ -181,8 +181,8 @@ public final class MultiGpuModels {
             MultiGpuBackend[] rs = new MultiGpuBackend[world];
             for (int r = 0; r < world; r++) rs[r] = new MultiGpuBackend(cb[r], r, group);
             ranks = rs;
-            cuda.report(String.format(Locale.ROOT, "%d ranks on GPUs %s: %d kernel modules each; weights %.2f GB in %.2f s", world, gpus,
-                    dev.v100.kernels.cuda.KernelManifest.load().modules().size(), Arrays.stream(stats).mapToLong(RankUpload.Stats::bytes).sum() / 1e9,
+            cuda.report(String.format(Locale.ROOT, "%d ranks on GPUs %s (%s); weights %.2f GB in %.2f s", world, gpus,
+                    cb[0].device().kernelsDescription(), Arrays.stream(stats).mapToLong(RankUpload.Stats::bytes).sum() / 1e9,
                     uploadSeconds));
 
             NcclCollectives nccl = null;

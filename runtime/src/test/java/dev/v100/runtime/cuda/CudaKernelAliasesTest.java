@@ -34,9 +34,9 @@ class CudaKernelAliasesTest {
     @Test
     void anAliasRunsTheOldKernelAndNeverHidesOne() {
         Map<String, CudaKernel> functions = new HashMap<>();
-        CudaKernel old = new CudaKernel("gated_delta_step", null);
+        CudaKernel old = new CudaKernel("gated_delta_step", (CudaDevice) null);
         functions.put(old.name, old);
-        functions.put("attn_decode_hd128", new CudaKernel("attn_decode_hd128", null));
+        functions.put("attn_decode_hd128", new CudaKernel("attn_decode_hd128", (CudaDevice) null));
         CudaDevice.addKernelAliases(functions, Map.of("gated_delta_step_dk128", "gated_delta_step"));
         assertSame(old, functions.get("gated_delta_step_dk128"));
         IllegalArgumentException hides = assertThrows(IllegalArgumentException.class,

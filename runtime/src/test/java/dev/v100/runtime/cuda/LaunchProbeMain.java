@@ -18,7 +18,7 @@ public final class LaunchProbeMain {
         CudaDevice d = CudaDevice.open(CudaOptions.defaults());
         d.bind();
         long x = d.malloc(1024, "probe");
-        CUfunc_st f = d.kernel("scale_inplace").fn;
+        CUfunc_st f = d.kernel("scale_inplace").fn();
         CUstream_st s = d.stream();
         Arena arena = Arena.ofShared();
         MemorySegment slots = arena.allocate(64, 16), ptrs = arena.allocate(64, 16);
