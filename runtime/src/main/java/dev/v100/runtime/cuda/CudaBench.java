@@ -30,6 +30,14 @@ public final class CudaBench {
     static final int FIRST_TOKEN_PROMPT = 16;
     static final int TIMED_PREFILL_RUNS = 3;
     static final int DECODE_WARMUP_STEPS = 8;
+    /**
+     * Seconds of decode steps before the warm-up steps, rewriting the same positions: a step runs its per-step host code
+     * (the read-back's return, the step's set-up) once, which HotSpot compiles only after some hundreds to thousands of
+     * calls; a serving process has long passed that (at 400 tokens/s, 5000 calls are 12 s), and before it the host code
+     * between two steps ran 2-3x longer (2026-12-02, 8B Q4_K on the H200). {@code -Dv100.bench.hostWarmupSeconds} sets it
+     * (0: none, as before 2026-12-02; a measurement knob).
+     */
+    static final double HOST_WARMUP_SECONDS = Double.parseDouble(System.getProperty("v100.bench.hostWarmupSeconds", "1.5"));
     static final long PINNED_COPY_BYTES = 256L << 20;
 
     private CudaBench() {}
@@ -94,13 +102,19 @@ public final class CudaBench {
 
             int start = Math.max(1, Math.min(512, context - steps - DECODE_WARMUP_STEPS - PROFILED_STEPS - 1));
             m.forward(randomTokens(rnd, start, m.vocabSize()), 0, false);
+            hostWarmup(() -> greedyAt(m, start));
             int pos = start;
             for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = greedy(m, next, pos++);
             int decodeStart = pos;
             long[] c0 = d.launchCounters();
+            d.queue.resetTimeline();
             long d0 = System.nanoTime();
             StackSampler stacks = Boolean.getBoolean("v100.bench.stacks") ? new StackSampler(Thread.currentThread(), 50) : null;
-            for (int i = 0; i < steps; i++) next = greedy(m, next, pos++);
+            long[] calls = new long[steps];   // when the bench asked for each step (the host timeline splits at it)
+            for (int i = 0; i < steps; i++) {
+                calls[i] = System.nanoTime();
+                next = greedy(m, next, pos++);
+            }
             if (stacks != null) {
                 stacks.close();
                 stacks.print(out, 25);
@@ -110,6 +124,7 @@ public final class CudaBench {
             double stepsPerS = steps / decodeS;
             table.put("decode batch 1", String.format(Locale.ROOT, "%.2f tok/s (%.2f ms/token, positions %d..%d)", stepsPerS, 1000 * decodeS / steps,
                     decodeStart, pos - 1));
+            table.put("host before a step's first launch", hostTimeline(d.queue.timeline(), calls));
             long graphLaunches = c1[0] - c0[0], replayed = c1[1] - c0[1], eager = c1[2] - c0[2];
             table.put("decode launches per step", String.format(Locale.ROOT, "%.1f kernels: %.1f replayed by %.2f CUDA graph launches, %.1f launched one by one",
                     (replayed + eager) / (double) steps, replayed / (double) steps, graphLaunches / (double) steps, eager / (double) steps));
@@ -202,6 +217,8 @@ public final class CudaBench {
             next[i] = argmax(m.forward(slots[i], randomTokens(rnd, start, m.vocabSize()), 0, false));
             pos[i] = start;
         }
+        int[] at = pos.clone(), token = next.clone();
+        hostWarmup(() -> m.decodeGreedy(slots, token, at));   // the same positions again and again (see HOST_WARMUP_SECONDS)
         for (int i = 0; i < DECODE_WARMUP_STEPS; i++) step(m, slots, next, pos);
         int first = pos[0];
         long t0 = System.nanoTime();
@@ -228,6 +245,23 @@ public final class CudaBench {
                 1000 * s / steps, first, pos[0] - 1);
     }
 
+    /** Runs step for {@link #HOST_WARMUP_SECONDS} (at least 8 times, where that is above 0). */
+    static int hostWarmup(Runnable step) {
+        if (HOST_WARMUP_SECONDS <= 0) return 0;
+        long end = System.nanoTime() + (long) (HOST_WARMUP_SECONDS * 1e9);
+        int n = 0;
+        while (n < 8 || System.nanoTime() < end) {
+            step.run();
+            n++;
+        }
+        return n;
+    }
+
+    /** A greedy step of slot 0 at pos, its pick dropped (the host warm-up rewrites the same position). */
+    private static void greedyAt(DecoderModel m, int pos) {
+        checked(m.forwardGreedy(0, new int[] {1}, pos), pos);
+    }
+
     private static void step(DecoderModel m, int[] slots, int[] next, int[] pos) {
         int[] picked = m.decodeGreedy(slots, next, pos);
         for (int i = 0; i < slots.length; i++) {
@@ -240,6 +274,45 @@ public final class CudaBench {
      * One greedy decode step of slot 0, as the engine runs a greedy request: the pick is made where the logits
      * are ({@link DecoderModel#forwardGreedy}), so the step's time includes choosing the token, not copying logits.
      */
+    /**
+     * The host's time after each wait for the stream (a step's result read back) until its next launch reached the
+     * stream: the GPU is idle for at least that long between two steps (plus the wait's wake-up and the launch's latency).
+     */
+    static String hostTimeline(long[][] t, long[] calls) {
+        if (t[0].length == 0) return "no samples";
+        int n = t[0].length;
+        long[] total = new long[n];
+        for (int i = 0; i < n; i++) total[i] = t[0][i] + t[1][i];
+        // a wait followed by a step asked for before its first launch: split there (the read-back returned to the caller;
+        // the model set the step up and described its first launch)
+        long[] back = new long[n], setUp = new long[n];
+        int split = 0;
+        for (int i = 0; i < n; i++) {
+            long end = t[2][i], described = end + t[0][i];
+            int j = Arrays.binarySearch(calls, end);
+            j = j >= 0 ? j : -j - 1;
+            if (j < calls.length && calls[j] <= described) {
+                back[split] = calls[j] - end;
+                setUp[split++] = described - calls[j];
+            }
+        }
+        return String.format(Locale.ROOT, "median %.1f us (p90 %.1f) over %d waits in %d steps: %.1f us to the first launch described (of a step: %.1f "
+                        + "returning the read-back to the caller, %.1f from the call to the first launch described; %d waits), %.1f more to its chunk on "
+                        + "the stream (the first chunk described, the step block uploaded, the graph launched)", median(total) / 1e3,
+                percentile(total, 0.9) / 1e3, n, calls.length, median(t[0]) / 1e3, split == 0 ? 0 : median(Arrays.copyOf(back, split)) / 1e3,
+                split == 0 ? 0 : median(Arrays.copyOf(setUp, split)) / 1e3, split, median(t[1]) / 1e3);
+    }
+
+    private static double median(long[] v) {
+        return percentile(v, 0.5);
+    }
+
+    private static double percentile(long[] v, double p) {
+        long[] s = v.clone();
+        Arrays.sort(s);
+        return s[Math.min(s.length - 1, (int) Math.floor(p * s.length))];
+    }
+
     static int greedy(DecoderModel m, int token, int pos) {
         return checked(m.forwardGreedy(0, new int[] {token}, pos), pos);
     }

@@ -145,6 +145,7 @@ final class LaunchQueue {
             // something between begin and go took the stream (and ended the chunk): the arguments went elsewhere
             throw new IllegalStateException(k.name + ": the launch queue moved on while this launch's arguments were being written");
         }
+        if (waitEnd != 0 && firstDescribed == 0) firstDescribed = System.nanoTime();
         kernel[i] = k;
         nArgs[i] = n;
         gridX[i] = gx;
@@ -193,7 +194,48 @@ final class LaunchQueue {
      * end, and a limit below the chunk's count would never be met.
      */
     void hostWaited() {
-        if (count == 0) chunkLimit = FIRST_CHUNK_OPS;
+        if (count == 0) {
+            chunkLimit = FIRST_CHUNK_OPS;
+            waitEnd = System.nanoTime();
+            firstDescribed = 0;
+        }
+    }
+
+    // ---- the host's time between a wait for the stream and the next launch (the bench's "host before a step") -------
+
+    /** Samples kept: the bench's timed steps (64) and more. */
+    static final int TIMELINE_SAMPLES = 4096;
+    private long waitEnd, firstDescribed;   // waitEnd 0: no wait pending
+    private final long[] waitEnds = new long[TIMELINE_SAMPLES], toDescribed = new long[TIMELINE_SAMPLES], toLaunched = new long[TIMELINE_SAMPLES];
+    private int timelineSamples;
+
+    /** At the first launch handed to the stream after a wait: one sample of (wait end -> first launch described -> launched). */
+    private void launchedAfterWait() {
+        long now = System.nanoTime();
+        if (firstDescribed != 0 && timelineSamples < TIMELINE_SAMPLES) {
+            waitEnds[timelineSamples] = waitEnd;
+            toDescribed[timelineSamples] = firstDescribed - waitEnd;
+            toLaunched[timelineSamples] = now - firstDescribed;
+            timelineSamples++;
+        }
+        waitEnd = 0;
+    }
+
+    /** Starts a new set of samples. */
+    void resetTimeline() {
+        timelineSamples = 0;
+        waitEnd = 0;
+    }
+
+    /**
+     * The samples since {@link #resetTimeline}: per wait for the stream followed by a launch, nanoseconds from the wait's
+     * end to the first launch's description done ({@code [0]}) and from there to its chunk handed to the stream
+     * ({@code [1]}: the rest of the first chunk described, the step block uploaded, the graph or kernels launched), and
+     * the wait's end ({@code [2]}, System.nanoTime).
+     */
+    long[][] timeline() {
+        return new long[][] {java.util.Arrays.copyOf(toDescribed, timelineSamples), java.util.Arrays.copyOf(toLaunched, timelineSamples),
+                java.util.Arrays.copyOf(waitEnds, timelineSamples)};
     }
 
     /** Ends the current chunk: its prologue, then its graph or whatever of it is not launched yet. */
@@ -213,6 +255,7 @@ final class LaunchQueue {
             prologue();
             if (g != null) {
                 Cuda.check(cuGraphLaunch(g.exec, stream), "cuGraphLaunch", "replaying a chunk of " + count + " launches");
+                if (waitEnd != 0) launchedAfterWait();
                 g.lastUse = ++clock;
                 graphLaunches++;
                 graphKernels += count;
@@ -257,6 +300,7 @@ final class LaunchQueue {
         for (int j = 0; j < nArgs[i]; j++) nativeSlots.setAtIndex(ValueLayout.JAVA_LONG, j, a[j]);
         if (profile != null) profile.before(kernel[i].name, stream);
         int rc = cuLaunchKernel(kernel[i].fn(), gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
+        if (waitEnd != 0) launchedAfterWait();
         if (profile != null) profile.after(stream);
         if (rc != 0) {
             Cuda.check(rc, "cuLaunchKernel", "launching " + kernel[i].name + " (grid " + gridX[i] + "x" + gridY[i] + "x" + gridZ[i] + ", block "

@@ -17,4 +17,16 @@ class CudaBenchAccountingTest {
         assertEquals(48L * (4L * 48 * 128 * 128 + 4L * (2 * 16 * 128 + 48 * 128) * 3), CudaBench.linearStateBytes(HybridBundles.qwen35_27b()));
         assertEquals(0, CudaBench.linearStateBytes(TestBundles.Spec.llama8B(GgmlType.Q4_K).config()), "no linear-attention layers");
     }
+
+    @Test
+    void theHostTimelineSplitsAtTheCallThatFollowsEachWait() {
+        // three waits (us): ended at 100, 200, 300; first launch described 10, 30, 50 later; its chunk launched 5, 5, 5 after
+        long[][] t = {{10_000, 30_000, 50_000}, {5_000, 5_000, 5_000}, {100_000, 200_000, 300_000}};
+        // steps asked for at 104 and 220 (inside the first two waits' windows); the third wait's window holds no call
+        long[] calls = {104_000, 220_000, 400_000};
+        String s = CudaBench.hostTimeline(t, calls);
+        assertEquals("median 35.0 us (p90 55.0) over 3 waits in 3 steps: 30.0 us to the first launch described (of a step: 20.0 returning the read-back to "
+                + "the caller, 10.0 from the call to the first launch described; 2 waits), 5.0 more to its chunk on the stream (the first chunk described, "
+                + "the step block uploaded, the graph launched)", s);
+    }
 }
