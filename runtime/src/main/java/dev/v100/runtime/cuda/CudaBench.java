@@ -31,7 +31,8 @@ public final class CudaBench {
     static final int TIMED_PREFILL_RUNS = 3;
     static final int DECODE_WARMUP_STEPS = 8;
     /**
-     * Seconds of decode steps before the warm-up steps, rewriting the same positions: a step runs its per-step host code
+     * Seconds of decode steps before the warm-up steps, on sequences of their own (slots the measured ones do not use,
+     * from position 0: a linear-attention state cannot rewind, so the measured positions cannot be rerun): a step runs its per-step host code
      * (the read-back's return, the step's set-up) once, which HotSpot compiles only after some hundreds to thousands of
      * calls; a serving process has long passed that (at 400 tokens/s, 5000 calls are 12 s), and before it the host code
      * between two steps ran 2-3x longer (2026-12-02, 8B Q4_K on the H200). {@code -Dv100.bench.hostWarmupSeconds} sets it
@@ -102,7 +103,7 @@ public final class CudaBench {
 
             int start = Math.max(1, Math.min(512, context - steps - DECODE_WARMUP_STEPS - PROFILED_STEPS - 1));
             m.forward(randomTokens(rnd, start, m.vocabSize()), 0, false);
-            hostWarmup(() -> greedyAt(m, start));
+            hostWarmup(m, new int[] {BATCH + 1});
             int pos = start;
             for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = greedy(m, next, pos++);
             int decodeStart = pos;
@@ -217,8 +218,9 @@ public final class CudaBench {
             next[i] = argmax(m.forward(slots[i], randomTokens(rnd, start, m.vocabSize()), 0, false));
             pos[i] = start;
         }
-        int[] at = pos.clone(), token = next.clone();
-        hostWarmup(() -> m.decodeGreedy(slots, token, at));   // the same positions again and again (see HOST_WARMUP_SECONDS)
+        int[] spare = new int[BATCH];
+        for (int i = 0; i < BATCH; i++) spare[i] = BATCH + 2 + i;
+        hostWarmup(m, spare);
         for (int i = 0; i < DECODE_WARMUP_STEPS; i++) step(m, slots, next, pos);
         int first = pos[0];
         long t0 = System.nanoTime();
@@ -245,21 +247,34 @@ public final class CudaBench {
                 1000 * s / steps, first, pos[0] - 1);
     }
 
-    /** Runs step for {@link #HOST_WARMUP_SECONDS} (at least 8 times, where that is above 0). */
-    static int hostWarmup(Runnable step) {
+    /**
+     * Greedy decode steps of sequences of their own in {@code slots} (one slot: {@link DecoderModel#forwardGreedy}, as the
+     * batch-1 measurement; several: {@link DecoderModel#decodeGreedy}, as the batch one), each started from one token at
+     * position 0, for {@link #HOST_WARMUP_SECONDS} (at least 8 steps where that is above 0, at most to the context's end).
+     *
+     * @return the steps run
+     */
+    static int hostWarmup(DecoderModel m, int[] slots) {
         if (HOST_WARMUP_SECONDS <= 0) return 0;
-        long end = System.nanoTime() + (long) (HOST_WARMUP_SECONDS * 1e9);
-        int n = 0;
-        while (n < 8 || System.nanoTime() < end) {
-            step.run();
-            n++;
+        int n = slots.length;
+        int[] token = new int[n], pos = new int[n];
+        for (int i = 0; i < n; i++) {
+            token[i] = checked(m.forwardGreedy(slots[i], new int[] {1}, 0), 0);
+            pos[i] = 1;
         }
-        return n;
-    }
-
-    /** A greedy step of slot 0 at pos, its pick dropped (the host warm-up rewrites the same position). */
-    private static void greedyAt(DecoderModel m, int pos) {
-        checked(m.forwardGreedy(0, new int[] {1}, pos), pos);
+        long end = System.nanoTime() + (long) (HOST_WARMUP_SECONDS * 1e9);
+        int steps = 0;
+        while ((steps < 8 || System.nanoTime() < end) && pos[0] < m.contextTokens()) {
+            if (n == 1) {
+                token[0] = checked(m.forwardGreedy(slots[0], new int[] {token[0]}, pos[0]), pos[0]);
+            } else {
+                int[] picked = m.decodeGreedy(slots, token, pos);
+                for (int i = 0; i < n; i++) token[i] = checked(picked[i], pos[i]);
+            }
+            for (int i = 0; i < n; i++) pos[i]++;
+            steps++;
+        }
+        return steps;
     }
 
     private static void step(DecoderModel m, int[] slots, int[] next, int[] pos) {

@@ -3,9 +3,18 @@ package dev.v100.runtime.cuda;
 import dev.v100.formats.ggml.GgmlType;
 import dev.v100.runtime.testing.HybridBundles;
 import dev.v100.runtime.testing.TestBundles;
+import dev.v100.runtime.cpu.CpuModels;
+import dev.v100.runtime.load.Verify;
+import dev.v100.runtime.model.DecoderModel;
+import dev.v100.runtime.model.ModelOptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** What the bench's roofline counts a decode step to read beside the weights and the KV cache (no GPU needed). */
 class CudaBenchAccountingTest {
@@ -28,5 +37,26 @@ class CudaBenchAccountingTest {
         assertEquals("median 35.0 us (p90 55.0) over 3 waits in 3 steps: 30.0 us to the first launch described (of a step: 20.0 returning the read-back to "
                 + "the caller, 10.0 from the call to the first launch described; 2 waits), 5.0 more to its chunk on the stream (the first chunk described, "
                 + "the step block uploaded, the graph launched)", s);
+    }
+
+    /**
+     * The host warm-up decodes sequences of its own, from position 0, so it runs on a linear-attention model (whose state
+     * cannot rewind) and leaves the measured slot's sequence as it was.
+     */
+    @Test
+    void theHostWarmupRunsOnSlotsOfItsOwn(@TempDir Path tmp) {
+        Path b = HybridBundles.write(tmp.resolve("hybrid"), HybridBundles.small(), GgmlType.Q8_0, 6, 1);
+        ModelOptions opts = new ModelOptions(Verify.NONE, 24, 16);
+        int[] prompt = {3, 1, 4};
+        try (DecoderModel warmed = CpuModels.open(b, opts); DecoderModel plain = CpuModels.open(b, opts)) {
+            warmed.forward(0, prompt, 0, false);
+            plain.forward(0, prompt, 0, false);
+            int one = CudaBench.hostWarmup(warmed, new int[] {CudaBench.BATCH + 1});
+            int[] spare = new int[CudaBench.BATCH];
+            for (int i = 0; i < spare.length; i++) spare[i] = CudaBench.BATCH + 2 + i;
+            int batch = CudaBench.hostWarmup(warmed, spare);
+            assertTrue(one >= 8 && one <= 23 && batch >= 8 && batch <= 23, one + " and " + batch + " steps: at least 8, at most to the context's end");
+            assertArrayEquals(plain.forward(0, new int[] {5}, 3, false), warmed.forward(0, new int[] {5}, 3, false), "slot 0 continues as if nothing ran");
+        }
     }
 }
