@@ -229,7 +229,7 @@ public final class CudaDevice implements AutoCloseable {
     private Map<String, String> kernelModules;                              // kernel -> built module
     private final Map<String, Integer> kernelStaticSmem = new HashMap<>();
     private final Map<String, PtxModule> ptxModules = new HashMap<>();      // cut at the first use of one of its kernels
-    private int jitKernels;
+    private final Map<String, CUfunc_st> jitLoaded = new HashMap<>();
     private long jitNanos;
 
     /**
@@ -239,6 +239,8 @@ public final class CudaDevice implements AutoCloseable {
      */
     synchronized CUfunc_st function(String kernel) {
         if (closed) throw new CudaException("cuModuleLoadDataEx", -1, "kernel " + kernel + ": the device is closed");
+        CUfunc_st loaded = jitLoaded.get(kernel);
+        if (loaded != null) return loaded;   // another thread's handle loaded it first (handles publish their function without a barrier)
         String module = kernelModules.get(kernel);
         if (module == null) throw new CudaException("cuModuleGetFunction", -1, "kernel " + kernel + " is not in the built modules");
         long t0 = System.nanoTime();
@@ -255,14 +257,14 @@ public final class CudaDevice implements AutoCloseable {
         String image = module + ".ptx (kernel " + kernel + ")";
         CUmod_st mod = loadImage(ptx.kernel(kernel).getBytes(java.nio.charset.StandardCharsets.US_ASCII), image);
         CUfunc_st f = resolve(mod, kernel, image);
-        jitKernels++;
+        jitLoaded.put(kernel, f);
         jitNanos += System.nanoTime() - t0;
         return f;
     }
 
     /** Kernels loaded from PTX so far and the seconds their loads took (the driver's JIT, or its cache). */
     synchronized int jitKernels() {
-        return jitKernels;
+        return jitLoaded.size();
     }
 
     synchronized double jitSeconds() {
