@@ -29,7 +29,7 @@ export NCCL_NVLS_ENABLE=0
 # measurements); JIT_CACHE=off disables it (every process compiles again)
 export CUDA_CACHE_MAXSIZE=1073741824
 case ${JIT_CACHE:-} in
-  fresh) export CUDA_CACHE_PATH=$(mktemp -d /tmp/v100-jit-cache.XXXXXX) ;;
+  fresh) export CUDA_CACHE_PATH=$(mktemp -d /tmp/v100-jit-cache.XXXXXX); trap 'rm -rf "$CUDA_CACHE_PATH"' EXIT ;;
   off) export CUDA_CACHE_DISABLE=1 ;;
   "") ;;
   *) echo "JIT_CACHE=$JIT_CACHE: fresh, off or unset" >&2; exit 2 ;;
@@ -151,7 +151,9 @@ for s in $STEPS; do
     coldstart)
       # the first bench set's bench from an empty JIT cache, each variant in its own (what the first start on a fresh
       # machine pays): COLDSTART_VARIANTS (default "first-launch modules"), values of -Dv100.cuda.kernelLoading: each
-      # kernel JIT-compiled at its first launch, or every PTX module whole at open (as before 2026-12-02)
+      # kernel JIT-compiled at its first launch, or every PTX module whole at open (as before 2026-12-02). Name the set
+      # (BENCH_SETS="llama8B:Q4_K": the default's first is the 1B); each variant may take 200 s: keep the call's other
+      # steps few. (With JIT_CACHE=off no variant caches anything at all.)
       set0=${BENCH_SETS%% *}
       g=${set0%%:*} t=${set0#*:}
       b=/tmp/v100-bench-$g-$t-tp1pp1

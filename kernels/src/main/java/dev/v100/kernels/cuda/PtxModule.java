@@ -12,18 +12,24 @@ import java.util.regex.Pattern;
  * One built PTX module cut into one stand-alone module per kernel, so that the driver JIT-compiles only the kernels
  * a run launches (CudaDevice, on a GPU that is not a V100: a V100 loads the sm_70 cubins and compiles nothing).
  *
- * <p>Why: the driver compiles a PTX module whole and one module at a time (2026-12-02, H200, driver 580: the nine
- * modules took 29.8 s from one thread and 20-24 s from 4 to 16 threads: tools/device/jit_probe.c), and most of the
- * 210 kernels are other weight types' forms, reference twins and MoE forms that a given model never launches.
+ * <p>Why: the driver compiles a PTX module whole, and loading modules from several threads hardly helps (2026-12-02,
+ * H200, driver 580: the nine modules took 29.8 s from one thread and 20-24 s from 4 to 16 threads, about what the
+ * largest, gemv.ptx, takes alone: tools/device/jit_probe.c), while most of the 221 kernels are other weight types'
+ * forms, reference twins and MoE forms that a given model never launches.
  *
  * <p>A kernel's module is the built module with every other {@code .entry} taken out: the header, every module-scope
  * declaration ({@code .shared}, {@code .global}, {@code .const}, {@code .extern}, any {@code .func}) and the kernel's
  * own entry, in their order. Nothing is compiled or rewritten here: the text is the build's, cut at entry boundaries
  * (an entry runs from its {@code .entry} line to the {@code }} that closes its body at column 0), and {@link #parse}
  * refuses a module whose entries it cannot delimit.
+ *
+ * <p>Each kernel's module has its own copy of every module-scope variable: kernels that share a writable
+ * {@code __device__} variable would each see their own. The built modules have none (their {@code .global}s are
+ * initialized tables and unused static members; PtxModuleTest checks that no two kernels of a module refer to one
+ * without an initializer).
  */
 public final class PtxModule {
-    private static final Pattern ENTRY = Pattern.compile("^\\.(?:visible |weak )?\\.entry ([A-Za-z_$][\\w$]*)\\(");
+    private static final Pattern ENTRY = Pattern.compile("^(?:\\.visible |\\.weak )?\\.entry ([A-Za-z_$][\\w$]*)\\(");
     private static final String GLOBL_COMMENT = "\t// .globl\t";
 
     private final String name;

@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The per-kernel modules the CUDA backend JIT-loads: cut from the built PTX without losing or repeating a line. */
 class PtxModuleTest {
-    private static final Pattern ENTRY = Pattern.compile("(?m)^\\.(?:visible |weak )?\\.entry (\\w+)\\(");
+    private static final Pattern ENTRY = Pattern.compile("(?m)^(?:\\.visible |\\.weak )?\\.entry (\\w+)\\(");
 
     private static final String SMALL = """
             //
@@ -49,12 +49,17 @@ class PtxModuleTest {
             \tret;
 
             }
+            .entry gamma(
+            )
+            {
+            \tret;
+            }
             """;
 
     @Test
     void aKernelsModuleKeepsEveryDeclarationAndOnlyItsOwnEntry() {
         PtxModule m = PtxModule.parse("small", SMALL);
-        assertEquals(List.of("alpha", "beta"), m.kernels());
+        assertEquals(List.of("alpha", "beta", "gamma"), m.kernels(), "an entry without a linkage word is one too");
         String alpha = m.kernel("alpha"), beta = m.kernel("beta");
         assertEquals(List.of("alpha"), entries(alpha));
         assertEquals(List.of("beta"), entries(beta));
@@ -67,7 +72,9 @@ class PtxModuleTest {
         assertTrue(alpha.contains("\t{\n\t.reg .b16 %h;\n\t}\n\tret;\n\n}\n"), "an indented inner block does not end the entry");
         assertFalse(alpha.contains("// .globl\tbeta"), "the other entry's .globl comment goes with it");
         assertTrue(beta.contains(".maxntid 256, 1, 1\n{\n\tret;\n\n}\n"));
-        assertEquals(SMALL.length(), m.shared().length() + m.entry("alpha").length() + m.entry("beta").length());
+        assertEquals(SMALL.length(), m.shared().length() + m.entry("alpha").length() + m.entry("beta").length() + m.entry("gamma").length());
+        assertFalse(alpha.contains("gamma") || beta.contains("gamma"));
+        assertModuleScopeOnly("small", m.shared());
         assertEquals(m.shared().length() + m.entry("beta").length(), beta.length(), "the shared text and its own entry, nothing else");
     }
 
@@ -75,12 +82,18 @@ class PtxModuleTest {
     void refusesEntriesItCannotDelimit() {
         String unclosed = SMALL.substring(0, SMALL.lastIndexOf('}'));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PtxModule.parse("cut", unclosed));
-        assertTrue(e.getMessage().contains("cut.ptx: entry beta's body does not close"), e.getMessage());
+        assertTrue(e.getMessage().contains("cut.ptx: entry gamma's body does not close before the end of the module"), e.getMessage());
+        String runOn = SMALL.replace("\tret;\n\n}\n.global", "\tret;\n\n.global");   // alpha's closing brace gone: beta starts inside it
+        e = assertThrows(IllegalArgumentException.class, () -> PtxModule.parse("runon", runOn));
+        assertTrue(e.getMessage().contains("runon.ptx: entry alpha's body does not close (no '}' at column 0) before the next entry"), e.getMessage());
+        String headless = SMALL.replace(")\n{\n\t.reg .b32 %r<4>;", ")\n\t.reg .b32 %r<4>;");   // alpha's body never opens
+        e = assertThrows(IllegalArgumentException.class, () -> PtxModule.parse("headless", headless));
+        assertTrue(e.getMessage().contains("headless.ptx: entry alpha has no body before the next entry"), e.getMessage());
         String twice = SMALL + SMALL.substring(SMALL.indexOf("\t// .globl\tbeta"));
         e = assertThrows(IllegalArgumentException.class, () -> PtxModule.parse("dup", twice));
         assertTrue(e.getMessage().contains("kernel beta defined twice"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class, () -> PtxModule.parse("small", SMALL).kernel("gamma"));
-        assertTrue(e.getMessage().contains("small.ptx has no kernel gamma"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> PtxModule.parse("small", SMALL).kernel("delta"));
+        assertTrue(e.getMessage().contains("small.ptx has no kernel delta"), e.getMessage());
     }
 
     /** Every built module: its kernels are the manifest's, and cutting it loses and repeats nothing. */
@@ -97,6 +110,15 @@ class PtxModuleTest {
             assertEquals(entries(ptx).stream().sorted().toList(), m.kernels().stream().sorted().toList(), module + ": every .entry of the text");
             String shared = m.shared();
             assertTrue(entries(shared).isEmpty(), module + ": no entry left in the shared text");
+            assertModuleScopeOnly(module, shared);
+            // a .global without an initializer (a writable __device__ variable) would be one per kernel module: none two kernels share
+            for (String line : shared.split("\n")) {
+                if (!line.startsWith(".global ") || line.contains("=")) continue;   // initialized: a constant table, the same in every copy
+                String[] words = line.substring(0, line.indexOf(';')).trim().split("\\s+");
+                String var = words[words.length - 1].replaceFirst("\\[.*$", "");
+                List<String> users = m.kernels().stream().filter(k -> m.entry(k).contains(var)).toList();
+                assertTrue(users.size() <= 1, module + ": kernels " + users + " share the module-scope variable " + var);
+            }
             long sum = shared.length();
             for (String k : m.kernels()) {
                 String part = m.kernel(k);
@@ -108,6 +130,14 @@ class PtxModuleTest {
             assertEquals(ptx.replace("\0", "").length(), sum, module + ": the entries and the shared text are the whole module");
         }
         assertEquals(manifest.entries().size(), kernels);
+    }
+
+    /** Every line of a module's shared text is a directive, a comment or blank: no instruction of a cut-off entry. */
+    private static void assertModuleScopeOnly(String module, String shared) {
+        for (String line : shared.split("\n")) {
+            String t = line.replace("\0", "");
+            assertTrue(t.isBlank() || t.startsWith(".") || t.startsWith("//") || t.startsWith("\t// .globl\t"), module + ": '" + line + "' in the shared text");
+        }
     }
 
     private static List<String> entries(String ptx) {

@@ -286,10 +286,6 @@ public final class CudaBench {
     }
 
     /**
-     * One greedy decode step of slot 0, as the engine runs a greedy request: the pick is made where the logits
-     * are ({@link DecoderModel#forwardGreedy}), so the step's time includes choosing the token, not copying logits.
-     */
-    /**
      * The host's time after each wait for the stream (a step's result read back) until its next launch reached the
      * stream: the GPU is idle for at least that long between two steps (plus the wait's wake-up and the launch's latency).
      */
@@ -322,12 +318,17 @@ public final class CudaBench {
         return percentile(v, 0.5);
     }
 
+    /** The sample at rank floor(p n) of the sorted samples (a median of an even count: the upper of the middle two). */
     private static double percentile(long[] v, double p) {
         long[] s = v.clone();
         Arrays.sort(s);
         return s[Math.min(s.length - 1, (int) Math.floor(p * s.length))];
     }
 
+    /**
+     * One greedy decode step of slot 0, as the engine runs a greedy request: the pick is made where the logits
+     * are ({@link DecoderModel#forwardGreedy}), so the step's time includes choosing the token, not copying logits.
+     */
     static int greedy(DecoderModel m, int token, int pos) {
         return checked(m.forwardGreedy(0, new int[] {token}, pos), pos);
     }

@@ -77,7 +77,7 @@ public final class CudaDevice implements AutoCloseable {
     private boolean closed;
     final double moduleLoadSeconds;
 
-    private CudaDevice(int ordinal, CudaOptions options) {
+    private CudaDevice(int ordinal, CudaOptions options, KernelLoading loading) {
         this.ordinal = ordinal;
         this.options = options;
         try {
@@ -123,23 +123,57 @@ public final class CudaDevice implements AutoCloseable {
         Cuda.check(cuStreamCreate(rawStream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
         String image = System.getProperty("v100.cuda.image", "auto");
         this.cubin = image.equals("cubin") || (image.equals("auto") && ccMajor == 7);
-        String loading = System.getProperty(KERNEL_LOADING_PROPERTY, "first-launch");
-        if (!loading.equals("first-launch") && !loading.equals("modules")) {
-            throw new CudaException(KERNEL_LOADING_PROPERTY + " is '" + loading + "': first-launch or modules", null);
-        }
-        this.wholeModules = cubin || loading.equals("modules");
+        this.wholeModules = cubin || loading == KernelLoading.MODULES;
         long t0 = System.nanoTime();
-        loadModules();
+        try {
+            loadModules();
+        } catch (RuntimeException e) {
+            for (CUmod_st m : modules) cuModuleUnload(m);
+            cuStreamDestroy(rawStream);
+            cuDevicePrimaryCtxRelease(cuDevice);
+            BOUND.remove();
+            throw e;
+        }
         this.moduleLoadSeconds = (System.nanoTime() - t0) / 1e9;
         this.uploads = new PinnedRing(this, UPLOAD_RING_BYTES);
         this.queue = new LaunchQueue(this, rawStream, arena, !"false".equals(System.getProperty(GRAPHS_PROPERTY, "true")), STEP_ID_CAPACITY);
     }
 
-    /** Opens device {@code options.device()}; fails with a {@link CudaException} saying why when there is no usable GPU. */
+    /**
+     * Opens device {@code options.device()}, its PTX kernels loaded at their first launch; fails with a {@link
+     * CudaException} saying why when there is no usable GPU.
+     */
     public static CudaDevice open(CudaOptions options) {
-        CudaDevice d = new CudaDevice(options.device(), options);
+        return open(options, KernelLoading.FIRST_LAUNCH);
+    }
+
+    /**
+     * Opens a device with {@code loading} for its PTX kernels, unless {@value #KERNEL_LOADING_PROPERTY} says otherwise.
+     * The ranks of several GPUs load every module at open (MultiGpuModels): loading a kernel on a rank's thread between
+     * NCCL collectives has not run on several GPUs yet.
+     */
+    static CudaDevice open(CudaOptions options, KernelLoading loading) {
+        CudaDevice d = new CudaDevice(options.device(), options, kernelLoading(loading));
         d.users = 1;
         return d;
+    }
+
+    /** How PTX kernels load (cubins always load whole at open). */
+    enum KernelLoading {
+        /** Each kernel from a module of its own at its first launch: the driver compiles only what a run launches. */
+        FIRST_LAUNCH,
+        /** Every built module whole when the device opens (as before 2026-12-02). */
+        MODULES
+    }
+
+    static KernelLoading kernelLoading(KernelLoading fallback) {
+        String v = System.getProperty(KERNEL_LOADING_PROPERTY);
+        if (v == null) return fallback;
+        return switch (v) {
+            case "first-launch" -> KernelLoading.FIRST_LAUNCH;
+            case "modules" -> KernelLoading.MODULES;
+            default -> throw new CudaException(KERNEL_LOADING_PROPERTY + " is '" + v + "': first-launch or modules", null);
+        };
     }
 
     private static int attribute(int attr, int dev) {
@@ -200,7 +234,6 @@ public final class CudaDevice implements AutoCloseable {
         } catch (IllegalStateException e) {
             throw new CudaException(e.getMessage(), e);
         }
-        kernelModules = new HashMap<>();
         for (KernelManifest.Entry e : manifest.entries()) {
             kernelModules.put(e.name(), e.module());
             kernelStaticSmem.put(e.name(), e.staticSmemBytes());
@@ -215,6 +248,9 @@ public final class CudaDevice implements AutoCloseable {
             }
         } else {
             for (KernelManifest.Entry e : manifest.entries()) functions.put(e.name(), new CudaKernel(e.name(), this));
+            // one small kernel now, which every model launches: a driver that cannot take this PTX fails the open, with
+            // its JIT log, rather than the first forward after the weights are up
+            functions.get(OPEN_PROBE_KERNEL).fn();
         }
         Map<String, String> aliases;
         try {
@@ -226,7 +262,9 @@ public final class CudaDevice implements AutoCloseable {
         if (!aliases.isEmpty()) System.err.println("[cuda] kernel aliases (a measurement knob, " + KERNEL_ALIASES_PROPERTY + "): " + aliases);
     }
 
-    private Map<String, String> kernelModules;                              // kernel -> built module
+    /** The kernel loaded when a device opens to load the rest at their first launch (every model's norms run it). */
+    static final String OPEN_PROBE_KERNEL = "rmsnorm";
+    private final Map<String, String> kernelModules = new HashMap<>();      // kernel -> built module
     private final Map<String, Integer> kernelStaticSmem = new HashMap<>();
     private final Map<String, PtxModule> ptxModules = new HashMap<>();      // cut at the first use of one of its kernels
     private final Map<String, CUfunc_st> jitLoaded = new HashMap<>();
@@ -240,29 +278,38 @@ public final class CudaDevice implements AutoCloseable {
     synchronized CUfunc_st function(String kernel) {
         if (closed) throw new CudaException("cuModuleLoadDataEx", -1, "kernel " + kernel + ": the device is closed");
         CUfunc_st loaded = jitLoaded.get(kernel);
-        if (loaded != null) return loaded;   // another thread's handle loaded it first (handles publish their function without a barrier)
+        if (loaded != null) return loaded;   // a handle whose function another thread set but this one did not see yet
         String module = kernelModules.get(kernel);
         if (module == null) throw new CudaException("cuModuleGetFunction", -1, "kernel " + kernel + " is not in the built modules");
-        long t0 = System.nanoTime();
-        PtxModule ptx = ptxModules.get(module);
-        if (ptx == null) {
-            try {
+        byte[] image;
+        try {
+            PtxModule ptx = ptxModules.get(module);
+            if (ptx == null) {
                 ptx = PtxModule.parse(module, new String(KernelManifest.resource(module + ".ptx"), java.nio.charset.StandardCharsets.US_ASCII));
-            } catch (IllegalStateException | IllegalArgumentException e) {
-                throw new CudaException(e.getMessage(), e);
+                ptxModules.put(module, ptx);
             }
-            ptxModules.put(module, ptx);
+            image = ptx.kernel(kernel).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        } catch (IllegalStateException | IllegalArgumentException e) {
+            throw new CudaException("cutting kernel " + kernel + " out of " + module + ".ptx: " + e.getMessage(), e);
         }
         bind();
-        String image = module + ".ptx (kernel " + kernel + ")";
-        CUmod_st mod = loadImage(ptx.kernel(kernel).getBytes(java.nio.charset.StandardCharsets.US_ASCII), image);
-        CUfunc_st f = resolve(mod, kernel, image);
+        String what = module + ".ptx (kernel " + kernel + ")";
+        long t0 = System.nanoTime();
+        CUmod_st mod = loadImage(image, what);
+        CUfunc_st f;
+        try {
+            f = resolve(mod, kernel, what);
+        } catch (RuntimeException e) {
+            modules.remove(mod);
+            cuModuleUnload(mod);
+            throw e;
+        }
         jitLoaded.put(kernel, f);
         jitNanos += System.nanoTime() - t0;
         return f;
     }
 
-    /** Kernels loaded from PTX so far and the seconds their loads took (the driver's JIT, or its cache). */
+    /** Kernels loaded from PTX so far and the seconds the driver took to load them (its JIT, or its cache). */
     synchronized int jitKernels() {
         return jitLoaded.size();
     }

@@ -17,7 +17,7 @@ final class CudaKernel {
     final String name;
     final int reads;
     private final CudaDevice device;   // null where fn was resolved at construction
-    private CUfunc_st fn;
+    private volatile CUfunc_st fn;   // volatile: a rank's handle may first be launched on another thread than it was loaded
 
     /** A kernel whose module is loaded already (the sm_70 cubins). */
     CudaKernel(String name, CUfunc_st fn) {

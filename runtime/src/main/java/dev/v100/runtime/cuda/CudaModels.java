@@ -10,7 +10,6 @@ import dev.v100.runtime.model.ModelOptions;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * Opens a bundle on one GPU: every rank's file copied whole into its own device allocation

@@ -2,6 +2,7 @@ package dev.v100.runtime.cuda;
 
 import dev.v100.kernels.cuda.KernelCatalog;
 import org.bytedeco.cuda.cudart.CUevent_st;
+import org.bytedeco.cuda.cudart.CUfunc_st;
 import org.bytedeco.cuda.cudart.CUgraphExec_st;
 import org.bytedeco.cuda.cudart.CUgraph_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
@@ -145,7 +146,7 @@ final class LaunchQueue {
             // something between begin and go took the stream (and ended the chunk): the arguments went elsewhere
             throw new IllegalStateException(k.name + ": the launch queue moved on while this launch's arguments were being written");
         }
-        if (waitEnd != 0 && firstDescribed == 0) firstDescribed = System.nanoTime();
+        if (waitEndNanos != 0 && firstDescribedNanos == 0) firstDescribedNanos = System.nanoTime();
         kernel[i] = k;
         nArgs[i] = n;
         gridX[i] = gx;
@@ -196,8 +197,8 @@ final class LaunchQueue {
     void hostWaited() {
         if (count == 0) {
             chunkLimit = FIRST_CHUNK_OPS;
-            waitEnd = System.nanoTime();
-            firstDescribed = 0;
+            waitEndNanos = System.nanoTime();
+            firstDescribedNanos = 0;
         }
     }
 
@@ -205,26 +206,27 @@ final class LaunchQueue {
 
     /** Samples kept: the bench's timed steps (64) and more. */
     static final int TIMELINE_SAMPLES = 4096;
-    private long waitEnd, firstDescribed;   // waitEnd 0: no wait pending
-    private final long[] waitEnds = new long[TIMELINE_SAMPLES], toDescribed = new long[TIMELINE_SAMPLES], toLaunched = new long[TIMELINE_SAMPLES];
+    private long waitEndNanos, firstDescribedNanos;   // waitEndNanos 0: no wait pending
+    private final long[] sampleWaitEndNanos = new long[TIMELINE_SAMPLES], sampleToDescribedNanos = new long[TIMELINE_SAMPLES],
+            sampleToLaunchedNanos = new long[TIMELINE_SAMPLES];
     private int timelineSamples;
 
     /** At the first launch handed to the stream after a wait: one sample of (wait end -> first launch described -> launched). */
     private void launchedAfterWait() {
         long now = System.nanoTime();
-        if (firstDescribed != 0 && timelineSamples < TIMELINE_SAMPLES) {
-            waitEnds[timelineSamples] = waitEnd;
-            toDescribed[timelineSamples] = firstDescribed - waitEnd;
-            toLaunched[timelineSamples] = now - firstDescribed;
+        if (firstDescribedNanos != 0 && timelineSamples < TIMELINE_SAMPLES) {
+            sampleWaitEndNanos[timelineSamples] = waitEndNanos;
+            sampleToDescribedNanos[timelineSamples] = firstDescribedNanos - waitEndNanos;
+            sampleToLaunchedNanos[timelineSamples] = now - firstDescribedNanos;
             timelineSamples++;
         }
-        waitEnd = 0;
+        waitEndNanos = 0;
     }
 
     /** Starts a new set of samples. */
     void resetTimeline() {
         timelineSamples = 0;
-        waitEnd = 0;
+        waitEndNanos = 0;
     }
 
     /**
@@ -234,8 +236,8 @@ final class LaunchQueue {
      * the wait's end ({@code [2]}, System.nanoTime).
      */
     long[][] timeline() {
-        return new long[][] {java.util.Arrays.copyOf(toDescribed, timelineSamples), java.util.Arrays.copyOf(toLaunched, timelineSamples),
-                java.util.Arrays.copyOf(waitEnds, timelineSamples)};
+        return new long[][] {java.util.Arrays.copyOf(sampleToDescribedNanos, timelineSamples), java.util.Arrays.copyOf(sampleToLaunchedNanos, timelineSamples),
+                java.util.Arrays.copyOf(sampleWaitEndNanos, timelineSamples)};
     }
 
     /** Ends the current chunk: its prologue, then its graph or whatever of it is not launched yet. */
@@ -255,7 +257,7 @@ final class LaunchQueue {
             prologue();
             if (g != null) {
                 Cuda.check(cuGraphLaunch(g.exec, stream), "cuGraphLaunch", "replaying a chunk of " + count + " launches");
-                if (waitEnd != 0) launchedAfterWait();
+                if (waitEndNanos != 0) launchedAfterWait();
                 g.lastUse = ++clock;
                 graphLaunches++;
                 graphKernels += count;
@@ -298,9 +300,10 @@ final class LaunchQueue {
     private void launchEager(int i) {
         long[] a = args[i];
         for (int j = 0; j < nArgs[i]; j++) nativeSlots.setAtIndex(ValueLayout.JAVA_LONG, j, a[j]);
+        org.bytedeco.cuda.cudart.CUfunc_st fn = kernel[i].fn();   // before the profile's first event: a first launch's load is the host's time, not the kernel's
         if (profile != null) profile.before(kernel[i].name, stream);
-        int rc = cuLaunchKernel(kernel[i].fn(), gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
-        if (waitEnd != 0) launchedAfterWait();
+        int rc = cuLaunchKernel(fn, gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
+        if (waitEndNanos != 0) launchedAfterWait();
         if (profile != null) profile.after(stream);
         if (rc != 0) {
             Cuda.check(rc, "cuLaunchKernel", "launching " + kernel[i].name + " (grid " + gridX[i] + "x" + gridY[i] + "x" + gridZ[i] + ", block "
@@ -422,6 +425,9 @@ final class LaunchQueue {
 
     /** Captures the current chunk (launched eagerly already) into a graph for its next occurrence. */
     private void capture() {
+        // every kernel loaded before the capture begins (they were launched eagerly, so this loads nothing; a load
+        // that failed there and is retried here then fails outside the capture, not with the stream left capturing)
+        for (int i = 0; i < count; i++) kernel[i].fn();
         CUgraph_st graph = new CUgraph_st();
         int rc = cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
         if (rc != 0) {

@@ -167,7 +167,7 @@ public final class MultiGpuModels {
             // every rank on its own thread: open its GPU, check its file's CRCs, copy the file to the GPU
             group.onEachRank("loading its weights", r -> {
                 int g = gpus.get(r);
-                CudaDevice d = CudaDevice.open(cuda.withDevice(g));
+                CudaDevice d = CudaDevice.open(cuda.withDevice(g), CudaDevice.KernelLoading.MODULES);
                 try {
                     cb[r] = new CudaBackend(d, "cuda:" + g + "/rank" + r);
                 } finally {
