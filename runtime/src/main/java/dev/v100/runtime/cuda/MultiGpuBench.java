@@ -78,6 +78,7 @@ public final class MultiGpuBench {
             table.put("prefill " + PREFILL_TOKENS + " tokens", String.format(Locale.ROOT, "%.0f tok/s (%.3f s, median of %d)", PREFILL_TOKENS / prefillS,
                     prefillS, runs.length));
 
+            CudaBench.hostWarmup(m, new int[] {CudaBench.BATCH + 1});   // the host's per-step code compiled, as in a server
             int pos = PREFILL_TOKENS;
             for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = CudaBench.greedy(m, next, pos++);
             int decodeStart = pos;
