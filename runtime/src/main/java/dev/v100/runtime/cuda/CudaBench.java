@@ -31,8 +31,9 @@ public final class CudaBench {
     static final int TIMED_PREFILL_RUNS = 3;
     static final int DECODE_WARMUP_STEPS = 8;
     /**
-     * Seconds of decode steps before the warm-up steps, on sequences of their own (slots the measured ones do not use,
-     * from position 0: a linear-attention state cannot rewind, so the measured positions cannot be rerun): a step runs its per-step host code
+     * Seconds of decode steps before the measured sequences' prefill, in their slots from position 0 (the prefill then
+     * starts them again: a linear-attention state cannot rewind, so warm-up steps cannot rerun the measured positions,
+     * and other slots would each hold one more state, 0.15 GB a slot for the 27B hybrid): a step runs its per-step host code
      * (the read-back's return, the step's set-up) once, which HotSpot compiles only after some hundreds to thousands of
      * calls; a serving process has long passed that (at 400 tokens/s, 5000 calls are 12 s), and before it the host code
      * between two steps ran 2-3x longer (2026-12-02, 8B Q4_K on the H200). {@code -Dv100.bench.hostWarmupSeconds} sets it
@@ -102,8 +103,8 @@ public final class CudaBench {
             }
 
             int start = Math.max(1, Math.min(512, context - steps - DECODE_WARMUP_STEPS - PROFILED_STEPS - 1));
+            hostWarmup(m, new int[] {0});   // then the prefill below starts slot 0 again from position 0
             m.forward(randomTokens(rnd, start, m.vocabSize()), 0, false);
-            hostWarmup(m, new int[] {BATCH + 1});
             int pos = start;
             for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = greedy(m, next, pos++);
             int decodeStart = pos;
@@ -216,14 +217,12 @@ public final class CudaBench {
     static String decodeBatch(DecoderModel m, SplittableRandom rnd, int start, int steps, CudaDevice d, List<String> profileLines) {
         if (BATCH > m.chunkTokens()) return "skipped: a pass holds " + m.chunkTokens() + " rows";
         int[] slots = new int[BATCH], next = new int[BATCH], pos = new int[BATCH];
+        for (int i = 0; i < BATCH; i++) slots[i] = i + 1;
+        hostWarmup(m, slots);   // then each slot's prefill starts it again from position 0
         for (int i = 0; i < BATCH; i++) {
-            slots[i] = i + 1;
             next[i] = argmax(m.forward(slots[i], randomTokens(rnd, start, m.vocabSize()), 0, false));
             pos[i] = start;
         }
-        int[] spare = new int[BATCH];
-        for (int i = 0; i < BATCH; i++) spare[i] = BATCH + 2 + i;
-        hostWarmup(m, spare);
         for (int i = 0; i < DECODE_WARMUP_STEPS; i++) step(m, slots, next, pos);
         int first = pos[0];
         long t0 = System.nanoTime();
@@ -251,9 +250,10 @@ public final class CudaBench {
     }
 
     /**
-     * Greedy decode steps of sequences of their own in {@code slots} (one slot: {@link DecoderModel#forwardGreedy}, as the
+     * Greedy decode steps of throw-away sequences in {@code slots} (one slot: {@link DecoderModel#forwardGreedy}, as the
      * batch-1 measurement; several: {@link DecoderModel#decodeGreedy}, as the batch one), each started from one token at
-     * position 0, for {@link #HOST_WARMUP_SECONDS} (at least 8 steps where that is above 0, at most to the context's end).
+     * position 0, for {@link #HOST_WARMUP_SECONDS} (at least 8 steps where that is above 0, at most to the context's end);
+     * a prefill from position 0 in those slots starts them again.
      *
      * @return the steps run
      */

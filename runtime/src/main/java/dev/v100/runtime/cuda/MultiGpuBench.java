@@ -65,6 +65,8 @@ public final class MultiGpuBench {
                     loaded.uploadSeconds(), loaded.uploadSeconds() > 0 ? loaded.weightBytes() / loaded.uploadSeconds() / 1e9 : 0,
                     loaded.ncclInitSeconds(), 1000 * loaded.firstCollectiveSeconds()));
 
+            // the host's per-step code compiled, as in a server (CudaBench.HOST_WARMUP_SECONDS); the prefills restart slot 0
+            CudaBench.hostWarmup(m, new int[] {0});
             int[] prompt = CudaBench.randomTokens(rnd, PREFILL_TOKENS, m.vocabSize());
             m.forward(prompt, 0, false);   // warm-up; GemmPolicy measures its choices on every rank
             double[] runs = new double[TIMED_PREFILL_RUNS];
@@ -78,7 +80,6 @@ public final class MultiGpuBench {
             table.put("prefill " + PREFILL_TOKENS + " tokens", String.format(Locale.ROOT, "%.0f tok/s (%.3f s, median of %d)", PREFILL_TOKENS / prefillS,
                     prefillS, runs.length));
 
-            CudaBench.hostWarmup(m, new int[] {CudaBench.BATCH + 1});   // the host's per-step code compiled, as in a server
             int pos = PREFILL_TOKENS;
             for (int i = 0; i < DECODE_WARMUP_STEPS; i++) next = CudaBench.greedy(m, next, pos++);
             int decodeStart = pos;

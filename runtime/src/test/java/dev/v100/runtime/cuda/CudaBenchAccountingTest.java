@@ -40,23 +40,26 @@ class CudaBenchAccountingTest {
     }
 
     /**
-     * The host warm-up decodes sequences of its own, from position 0, so it runs on a linear-attention model (whose state
-     * cannot rewind) and leaves the measured slot's sequence as it was.
+     * The host warm-up decodes throw-away sequences from position 0 in the slots the bench then prefills, so it runs on a
+     * linear-attention model (whose state cannot rewind) and the prefill starts each slot afresh.
      */
     @Test
-    void theHostWarmupRunsOnSlotsOfItsOwn(@TempDir Path tmp) {
+    void theHostWarmupLeavesNothingAPrefillDoesNotReset(@TempDir Path tmp) {
         Path b = HybridBundles.write(tmp.resolve("hybrid"), HybridBundles.small(), GgmlType.Q8_0, 6, 1);
         ModelOptions opts = new ModelOptions(Verify.NONE, 24, 16);
         int[] prompt = {3, 1, 4};
         try (DecoderModel warmed = CpuModels.open(b, opts); DecoderModel plain = CpuModels.open(b, opts)) {
-            warmed.forward(0, prompt, 0, false);
-            plain.forward(0, prompt, 0, false);
-            int one = CudaBench.hostWarmup(warmed, new int[] {CudaBench.BATCH + 1});
-            int[] spare = new int[CudaBench.BATCH];
-            for (int i = 0; i < spare.length; i++) spare[i] = CudaBench.BATCH + 2 + i;
-            int batch = CudaBench.hostWarmup(warmed, spare);
+            int one = CudaBench.hostWarmup(warmed, new int[] {0});
+            int[] slots = new int[CudaBench.BATCH];
+            for (int i = 0; i < slots.length; i++) slots[i] = i + 1;
+            int batch = CudaBench.hostWarmup(warmed, slots);
             assertTrue(one >= 8 && one <= 23 && batch >= 8 && batch <= 23, one + " and " + batch + " steps: at least 8, at most to the context's end");
-            assertArrayEquals(plain.forward(0, new int[] {5}, 3, false), warmed.forward(0, new int[] {5}, 3, false), "slot 0 continues as if nothing ran");
+            for (int slot : new int[] {0, 1, CudaBench.BATCH}) {
+                warmed.forward(slot, prompt, 0, false);
+                plain.forward(slot, prompt, 0, false);
+                assertArrayEquals(plain.forward(slot, new int[] {5}, 3, false), warmed.forward(slot, new int[] {5}, 3, false),
+                        "slot " + slot + " prefilled again after the warm-up is as if it had never run");
+            }
         }
     }
 }
