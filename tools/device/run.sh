@@ -95,6 +95,11 @@ base_java() {
 }
 JAVA_BASE=()
 
+# waits (up to 400 s) until the background writer is done with bundle set GEOMETRY:TYPE (its .written marker)
+await_bundle() {   # geometry type
+  for _ in $(seq 400); do [ -f "$LOGS/bench-$1-$2.written" ] && return 0; sleep 1; done
+}
+
 run_step() {   # name timeout-seconds log command...
   local name=$1 limit=$2 log=$3
   shift 3
@@ -141,7 +146,7 @@ for s in $STEPS; do
         g=${set%%:*} t=${set#*:}
         b=/tmp/v100-bench-$g-$t-tp1pp1
         log="$OUT/bench-$g-$t.log"
-        for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+        await_bundle "$g" "$t"
         touch "$LOGS/bench-$g-$t.write.log"
         run_step "bench-$g-$t" 150 "$log" "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
         cat "$LOGS/bench-$g-$t.write.log" "$log" > "$LOGS/bench.all" && mv "$LOGS/bench.all" "$log"
@@ -157,7 +162,7 @@ for s in $STEPS; do
       set0=${BENCH_SETS%% *}
       g=${set0%%:*} t=${set0#*:}
       b=/tmp/v100-bench-$g-$t-tp1pp1
-      for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+      await_bundle "$g" "$t"
       : > "$OUT/coldstart.txt"
       for v in ${COLDSTART_VARIANTS:-first-launch modules}; do
         cache=$(mktemp -d /tmp/v100-jit-cold.XXXXXX)
@@ -177,7 +182,7 @@ for s in $STEPS; do
         for set in $BENCH_SETS; do
           g=${set%%:*} t=${set#*:}
           b=/tmp/v100-bench-$g-$t-tp1pp1
-          for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+          await_bundle "$g" "$t"
           for round in $(seq "${AB_ROUNDS:-2}"); do
             for v in new base; do
               if [ $v = new ]; then cmd=("${JAVA[@]}"); else cmd=("${JAVA_BASE[@]}"); fi
@@ -201,7 +206,7 @@ for s in $STEPS; do
         set0=${BENCH_SETS%% *}
         g=${set0%%:*} t=${set0#*:}
         b=/tmp/v100-bench-$g-$t-tp1pp1
-        for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+        await_bundle "$g" "$t"
         run_step trace 200 "$LOGS/trace.log" "$NSYS" profile --trace=cuda --cuda-graph-trace=node --force-overwrite=true -o /tmp/v100-trace \
             "${JAVA[@]}" dev.v100.runtime.cli.V100Run bench "$b" --backend cuda --gpu-memory 0.5 --decode-tokens 64
         "$NSYS" stats --report cuda_gpu_kern_sum --format csv /tmp/v100-trace.nsys-rep > "$OUT/trace-kernels.csv" 2>> "$LOGS/trace.log"
@@ -223,7 +228,7 @@ for s in $STEPS; do
         for set in $BENCH_SETS; do
           g=${set%%:*} t=${set#*:}
           b=/tmp/v100-bench-$g-$t-tp1pp1
-          for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+          await_bundle "$g" "$t"
           for v in ${KTRACE_VARIANTS:-new}; do
             if [ $v = base ]; then base_java || continue; cmd=("${JAVA_BASE[@]}"); n=ktrace-$g-$t-base; else cmd=("${JAVA[@]}"); n=ktrace-$g-$t; fi
             run_step "$n" 200 "$LOGS/$n.log" env CUDA_INJECTION64_PATH=/tmp/libktrace.so KTRACE_OUT=/tmp/v100-ktrace.tsv \
@@ -241,7 +246,7 @@ for s in $STEPS; do
       set0=${BENCH_SETS%% *}
       g=${set0%%:*} t=${set0#*:}
       b=/tmp/v100-bench-$g-$t-tp1pp1
-      for _ in $(seq 400); do [ -f "$LOGS/bench-$g-$t.written" ] && break; sleep 1; done
+      await_bundle "$g" "$t"
       NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
       # NCU_VARIANTS="new base": also the base kernels' (ncu-base.txt, ncu-base-summary.txt; see the ab step)
       for v in ${NCU_VARIANTS:-new}; do

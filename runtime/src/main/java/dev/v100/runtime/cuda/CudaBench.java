@@ -270,11 +270,10 @@ public final class CudaBench {
         while ((steps < 8 || System.nanoTime() < end) && pos[0] < m.contextTokens()) {
             if (n == 1) {
                 token[0] = checked(m.forwardGreedy(slots[0], new int[] {token[0]}, pos[0]), pos[0]);
+                pos[0]++;
             } else {
-                int[] picked = m.decodeGreedy(slots, token, pos);
-                for (int i = 0; i < n; i++) token[i] = checked(picked[i], pos[i]);
+                step(m, slots, token, pos);
             }
-            for (int i = 0; i < n; i++) pos[i]++;
             steps++;
         }
         return steps;

@@ -278,7 +278,7 @@ public final class CudaDevice implements AutoCloseable {
     synchronized CUfunc_st function(String kernel) {
         if (closed) throw new CudaException("cuModuleLoadDataEx", -1, "kernel " + kernel + ": the device is closed");
         CUfunc_st loaded = jitLoaded.get(kernel);
-        if (loaded != null) return loaded;   // a handle whose function another thread set but this one did not see yet
+        if (loaded != null) return loaded;   // two threads launched it first at once: the second takes the first's
         String module = kernelModules.get(kernel);
         if (module == null) throw new CudaException("cuModuleGetFunction", -1, "kernel " + kernel + " is not in the built modules");
         byte[] image;

@@ -300,7 +300,7 @@ final class LaunchQueue {
     private void launchEager(int i) {
         long[] a = args[i];
         for (int j = 0; j < nArgs[i]; j++) nativeSlots.setAtIndex(ValueLayout.JAVA_LONG, j, a[j]);
-        org.bytedeco.cuda.cudart.CUfunc_st fn = kernel[i].fn();   // before the profile's first event: a first launch's load is the host's time, not the kernel's
+        CUfunc_st fn = kernel[i].fn();   // before the profile's first event: a first launch's load is the host's, not the kernel's
         if (profile != null) profile.before(kernel[i].name, stream);
         int rc = cuLaunchKernel(fn, gridX[i], gridY[i], gridZ[i], block[i], 1, 1, smem[i], stream, params, (PointerPointer<?>) null);
         if (waitEndNanos != 0) launchedAfterWait();
