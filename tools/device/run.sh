@@ -6,7 +6,7 @@
 # A failing step does not stop the others; a table of all of them is printed last. Logs go to $OUT.
 #
 # Device tool: carry [".device"], command "bash tools/device/run.sh", timeout 600. Every step has its own
-# time limit (together under 10 minutes); STEPS="info tests golden kbench bench coldstart ab trace ktrace ncu" selects steps (e.g. two
+# time limit (together under 10 minutes); STEPS="info tests golden kbench bench coldstart ab lab trace ktrace ncu" selects steps (e.g. two
 # calls: STEPS="info tests golden", then STEPS="kbench bench hf"), BENCH_SETS="llama8B:Q4_K ..." the bench
 # bundles (GEOMETRY:TYPE, GEOMETRY llama1B / llama8B / qwen3-8B / qwen25-7B / granite-8B / qwen36-35B-A3B / qwen35-27B, TYPE a ggml type, Q4_K_M / Q5_K_M / Q3_K_M / Q2_K_MIX (llama.cpp's mixes) or W4A16-gG; see BenchBundleMain), HF_GEOMETRY the geometry of
 # the transformers eager baseline (step hf: tools/device/hf_eager_bench.py on the same GPU; qwen36-35B-A3B for the
@@ -213,6 +213,34 @@ for s in $STEPS; do
         head -40 "$OUT/trace-kernels.csv" > "$OUT/trace.txt"
         notes[trace]="$g $t: $(wc -l < "$OUT/trace-kernels.csv") kernel names"
       fi
+      ;;
+    lab)
+      # the GEMV lab (tools/device/gemv_lab.cu, the GPU machine's own nvcc, sm_90) built once per LAB_DEFS variant
+      # (space-separated; a variant's -D flags joined by commas, e.g. LAB_DEFS="GEMV_WEIGHT_L1=0 GEMV_WEIGHT_L1=1"; "-"
+      # for none) and run with each of LAB_ARGS's argument sets (separated by ";", default "8 q4_K") LAB_ROUNDS times (default 2), the variants alternating
+      NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null | head -1)
+      : > "$OUT/lab.txt"
+      vi=0
+      for v in ${LAB_DEFS:--}; do
+        flags=()
+        [ "$v" != - ] && for d in ${v//,/ }; do flags+=("-D$d"); done
+        "$NVCC" -O3 -std=c++17 -arch=sm_90 "${flags[@]}" -I kernels/src/main/cuda -o /tmp/gemv_lab$vi tools/device/gemv_lab.cu \
+          > "$LOGS/lab-build$vi.log" 2>&1 &
+        vi=$((vi + 1))
+      done
+      wait
+      IFS=';' read -ra labsets <<< "${LAB_ARGS:-8 q4_K}"
+      for ai in "${!labsets[@]}"; do
+        for round in $(seq 1 "${LAB_ROUNDS:-2}"); do
+          vi=0
+          for v in ${LAB_DEFS:--}; do
+            n=lab-$ai-$vi-$round
+            run_step "$n" 120 "$LOGS/$n.log" /tmp/gemv_lab$vi ${labsets[$ai]}
+            { echo "== gemv_lab ${labsets[$ai]}: variant $v, round $round"; cat "$LOGS/$n.log"; echo; } >> "$OUT/lab.txt"
+            vi=$((vi + 1))
+          done
+        done
+      done
       ;;
     ktrace)
       # each bench set's decode with every kernel's GPU time recorded where it runs (inside the replayed graphs)

@@ -284,6 +284,44 @@ __device__ __forceinline__ int dp4_uhi(unsigned q, unsigned hi, int c) {
     return d;
 }
 __device__ __forceinline__ uint4 ldg16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+// A weight's stored bytes, each read once a launch, marked to leave L1 first (ld.global.nc.L1::evict_first; sm_70 has it), so
+// that the x16 lines every block reads again stay there: the 16-byte-aligned items (Q4_K, Q5_K, W4A16) 53.6 against 55.1 us
+// an 8B Q4_K layer in a graph, W4A16 51.5 against 53.0 (gemv_lab, one H200; docs/BENCHMARKS.md, twenty-second session).
+// The 2-byte-aligned blocks' word loads (ld16_aligned2: Q8_0, Q6_K, ...) keep __ldg: neighbouring items share their
+// lines (Q6_K 84.4 against 82.3 us with the hint). GEMV_WEIGHT_L1 / _WORDS (the lab's knob, -D...): 0 __ldg, 1
+// L1::no_allocate (Q8_0 105 against 76 us), 2 L1::evict_first.
+#ifndef GEMV_WEIGHT_L1
+#define GEMV_WEIGHT_L1 2
+#endif
+#ifndef GEMV_WEIGHT_L1_WORDS   // the same for the 2-byte-aligned blocks' word loads (ld16_aligned2)
+#define GEMV_WEIGHT_L1_WORDS 0
+#endif
+__device__ __forceinline__ uint4 ldw16(const void* p) {
+#if GEMV_WEIGHT_L1 == 0
+    return ldg16(p);
+#else
+    uint4 v;
+#if GEMV_WEIGHT_L1 == 1
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+#else
+    asm("ld.global.nc.L1::evict_first.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+#endif
+    return v;
+#endif
+}
+__device__ __forceinline__ unsigned ldw4(const unsigned* p) {
+#if GEMV_WEIGHT_L1_WORDS == 0
+    return __ldg(p);
+#else
+    unsigned v;
+#if GEMV_WEIGHT_L1_WORDS == 1
+    asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
+#else
+    asm("ld.global.nc.L1::evict_first.u32 %0, [%1];" : "=r"(v) : "l"(p));
+#endif
+    return v;
+#endif
+}
 
 // Where token row t of an x16 GEMV reads its x16 (x(t)) and writes its sums (out(t), and add(t): 0, or the row its
 // sums are added to, times scale). X16Rows: the rows one after another, y [n, rows] (the GEMV kernels); the MoE
@@ -413,7 +451,7 @@ __device__ __forceinline__ void ld16_aligned2(const unsigned char* p, unsigned* 
     int sh = (int) (reinterpret_cast<size_t>(p) & 3) * 8;
     unsigned v[5];
 #pragma unroll
-    for (int k = 0; k < 4; k++) v[k] = __ldg(base + k);
+    for (int k = 0; k < 4; k++) v[k] = ldw4(base + k);
     v[4] = sh ? ld16(p + 14) : 0u;
 #pragma unroll
     for (int k = 0; k < 4; k++) out[k] = __funnelshift_r(v[k], v[k + 1], sh);
@@ -478,8 +516,8 @@ struct Q4kW {
 };
 __device__ __forceinline__ Q4kW q4k_w(const unsigned char* row, int sb, int jj, int h) {
     const unsigned char* b = row + 144 * sb;
-    uint4 hd = ldg16(b);                                 // d, dmin, scales[12]
-    uint4 qv = ldg16(b + 16 + 32 * jj + 16 * h);
+    uint4 hd = ldw16(b);                                 // d, dmin, scales[12]
+    uint4 qv = ldw16(b + 16 + 32 * jj + 16 * h);
     unsigned v[4] = {qv.x, qv.y, qv.z, qv.w};
     Q4kW w;
 #pragma unroll
@@ -531,9 +569,9 @@ struct Q5kW {
 };
 __device__ __forceinline__ Q5kW q5k_w(const unsigned char* row, int sb, int jj, int h) {
     const unsigned char* blk = row + 176 * sb;
-    uint4 hd = ldg16(blk);
-    uint4 hv = ldg16(blk + 16 + 16 * h);
-    uint4 qv = ldg16(blk + 48 + 32 * jj + 16 * h);
+    uint4 hd = ldw16(blk);
+    uint4 hv = ldw16(blk + 16 + 16 * h);
+    uint4 qv = ldw16(blk + 48 + 32 * jj + 16 * h);
     unsigned v[4] = {qv.x, qv.y, qv.z, qv.w}, qh[4] = {hv.x, hv.y, hv.z, hv.w};
     Q5kW w;
 #pragma unroll
@@ -599,7 +637,7 @@ struct W4a16Item {
         return o;
     }
     static __device__ __forceinline__ W w(const WView& v, i64 r, int u, int tid) {
-        uint4 qv = ldg16(v.data + r * v.rowBytes + 16 * u);
+        uint4 qv = ldw16(v.data + r * v.rowBytes + 16 * u);
         unsigned q[4] = {qv.x, qv.y, qv.z, qv.w};
         W o;
 #pragma unroll
