@@ -136,6 +136,14 @@ struct Q4kWideItem {
     }
 };
 
+// A candidate with the shipped Q4_K kernel's bounds (at most 64 registers; x16_var's layouts may take more). The twenty-second
+// session's packed x16 scales (one float4 an item, 53.2 -> 51.7 us a layer) ran here as such a candidate before moving
+// into gemv.cu (x16_pairs_at / x16_units_at in common.cuh).
+template <class Q, int R, int TPR, int U = 1>
+__global__ void __launch_bounds__(GEMV_X16_THREADS, GEMV_X16_Q4K_MIN_BLOCKS) x16_var16(WEIGHT_PARAMS, const unsigned char* xq, int n, float* y,
+                                                                                   int rows, const float* addTo, float scale) {
+    gemv_x16_impl<Q, R, 1, TPR, U>(WEIGHT_VIEW, xq, 1, y, rows, (i64) blockIdx.x * R * (GEMV_X16_THREADS / TPR), nullptr, 1.f);
+}
 // Q4_K: the layouts above, then its wide item (64 weights a row: one scale decode and epilogue for both halves)
 static std::vector<X16Variant> q4k_variants() {
     std::vector<X16Variant> v = x16_variants<Q4kItem, 2>(gemv_x16_q4_K);
@@ -144,6 +152,7 @@ static std::vector<X16Variant> q4k_variants() {
     v.push_back({"candidate wide R2 T32", x16_var<Q4kWideItem, 2, 32, 1>, 4});
     v.push_back({"candidate wide R4 T64", x16_var<Q4kWideItem, 4, 64, 1>, 4});
     v.push_back({"candidate wide R2 T64 U2", x16_var<Q4kWideItem, 2, 64, 2>, 2});
+    v.push_back({"candidate R2 T64 U2 (shipped bounds)", x16_var16<Q4kItem, 2, 64, 2>, 2});
     return v;
 }
 
@@ -183,7 +192,10 @@ __global__ void __launch_bounds__(BLOCK, MINB) smemx_q4k(WEIGHT_PARAMS, const un
     for (i64 r0 = (i64) blockIdx.x * per; r0 < rows; r0 += (i64) gridDim.x * per)
         gemv_x16_rows_impl<Q4kItemS, R, 1, TPR, U>(WEIGHT_VIEW, X16Rows{xsm, 0, y, nullptr, rows}, 1, rows, r0, 1.f);
 }
-static i64 x16Bytes(int K) { return (2 * (i64) K + 4 * (K >> 5) + 4 * (K >> 4) + 15) & ~(i64) 15; }   // x16_row_bytes on the host
+static i64 x16Bytes(int K) {   // x16_row_bytes (common.cuh) on the host
+    i64 pairs = (2 * (i64) K + 4 * (K >> 5) + 4 * (K >> 4) + 15) & ~(i64) 15, units = pairs + 32 * (i64) ((K + 63) >> 6);
+    return (units + 8 * (i64) (K >> 5) + 15) & ~(i64) 15;
+}
 struct SmemxVariant { const char* name; X16Kern k; int block, rowsPerBlock; };
 static std::vector<SmemxVariant> smemx_variants() {
     return {{"smem x, B64 R2 T64 U2", smemx_q4k<64, 2, 64, 2, 16>, 64, 2},
@@ -557,7 +569,7 @@ int main(int argc, char** argv) {
     // x's first row in 16 bits (its first 4096-column view serves the 4096-column rows: the values do not matter here)
     auto quantizedX = [&]() {
         unsigned char* xq;
-        CK(cudaMalloc(&xq, 3 * 14336));
+        CK(cudaMalloc(&xq, x16Bytes(14336)));
         gemv_x16_quantize<<<14336 / 32, 128, 0, s>>>(x, 14336, 1, xq);
         return xq;
     };
@@ -643,7 +655,7 @@ int main(int argc, char** argv) {
         double layerBytes;
         std::vector<Mat> mats = q4kLayers(5151u, 37u, layerBytes);
         unsigned char* xq;
-        CK(cudaMalloc(&xq, 3 * 14336));
+        CK(cudaMalloc(&xq, x16Bytes(14336)));
         auto quant = [&](int K) { gemv_x16_quantize<<<(K / 32 + 3) / 4, 128, 0, s>>>(x, K, 1, xq); };
         CK(cudaDeviceSynchronize());
         printf("\nQ4_K x16 GEMV with x16 in shared memory (%d layers of %.1f MB; us a layer, a launch a matrix, in a graph without the "
@@ -843,7 +855,7 @@ int main(int argc, char** argv) {
         h16* xh;
         unsigned char* xq;
         CK(cudaMalloc(&x8, 8 * 14336 * 4)); CK(cudaMalloc(&y8, 8 * 14336 * 4));
-        CK(cudaMalloc(&xh, 8 * 14336 * 2 + 64)); CK(cudaMalloc(&xq, 8 * 3 * 14336));
+        CK(cudaMalloc(&xh, 8 * 14336 * 2 + 64)); CK(cudaMalloc(&xq, 8 * x16Bytes(14336)));
         CK(cudaDeviceSynchronize());
         typedef void (*MK)(WEIGHT_PARAMS, const h16*, int, float*, int);
         struct V { const char* name; MK k; int warps; };
@@ -947,9 +959,10 @@ int main(int argc, char** argv) {
         }
         if (t == "q4_K" || t == "w4a16" || t == "q8_0" || t == "q6_K" || t == "q5_K") {   // x quantized once per input (4 launches a layer) + an x16 GEMV
             unsigned char* xq;
-            CK(cudaMalloc(&xq, 3 * 14336));
+            CK(cudaMalloc(&xq, x16Bytes(14336)));
             auto quant = [&](int K) { gemv_x16_quantize<<<(K / 32 + 3) / 4, 128, 0, s>>>(x, K, 1, xq); };
-            std::vector<X16Variant> vs = t == "q4_K" ? q4k_variants() : t == "w4a16" ? x16_variants<W4a16Item>(gemv_x16_w4a16)
+            std::vector<X16Variant> w4 = x16_variants<W4a16Item>(gemv_x16_w4a16);
+            std::vector<X16Variant> vs = t == "q4_K" ? q4k_variants() : t == "w4a16" ? w4
                                        : t == "q8_0" ? x16_variants<Q8_0Item>(gemv_x16_q8_0)
                                        : t == "q5_K" ? x16_variants<Q5kItem>(gemv_x16_q5_K) : x16_variants<Q6kItem, 1, GEMV_X16_WIDE_ROWS>(gemv_x16_q6_K);
             for (const X16Variant& v : vs) {

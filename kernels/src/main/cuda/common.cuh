@@ -104,9 +104,18 @@ __device__ __forceinline__ float block_sum(float v, float* red) { return block_r
 // Largest value over the block (NaN ignored as fmaxf ignores it).
 __device__ __forceinline__ float block_max(float v, float* red) { return block_reduce<warp_max>(v, red, -INFINITY); }
 
-// x in 16 bits for gemv_x16_* (layout and reasons in gemv.cu): unit u of a K-column row, a value per lane of a
+// The x16 row's parts (layout and reasons in gemv.cu; KernelCatalog.gemvX16Bytes): hi [K] bytes, lo [K] bytes, scales
+// [K / 32] and sums [K / 16] floats, then, from the next 16-byte boundary, the same floats packed as two items read them
+// (one 16- or 8-byte load instead of four or three): x16_pairs, a float4 (s(2p), s(2p + 1), sum16(4p + h), sum16(4p + 2 + h))
+// per unit pair p and half h (Q4_K / Q5_K: units 2p and 2p + 1, 16 elements of each at 16 h), then x16_units, a float2
+// (s(u), sum16(2u) + sum16(2u + 1)) per unit (W4A16, Q4_0, Q4_1, Q5_0, Q5_1).
+__device__ __forceinline__ i64 x16_pairs_at(int K) { return (2 * (i64) K + 4 * (K >> 5) + 4 * (K >> 4) + 15) & ~(i64) 15; }
+__device__ __forceinline__ i64 x16_units_at(int K) { return x16_pairs_at(K) + 32 * (i64) ((K + 63) >> 6); }
+
+// x in 16 bits for gemv_x16_*: unit u of a K-column row, a value per lane of a
 // whole warp (every lane must call it). s = max |x| / 32767 over the unit (NaN when any x is not finite, so that
-// the GEMV's outputs are NaN), x16 = round(x / s) as a signed high and an unsigned low byte, s * sum x16 per 16.
+// the GEMV's outputs are NaN), x16 = round(x / s) as a signed high and an unsigned low byte, s * sum x16 per 16, and
+// the packed copies of s and the sums (above).
 __device__ __forceinline__ void x16_store_unit(float v, i64 u, int K, unsigned char* out) {
     int lane = threadIdx.x & 31;
     float m = warp_max(fabsf(v));
@@ -119,14 +128,27 @@ __device__ __forceinline__ void x16_store_unit(float v, i64 u, int K, unsigned c
     int t = q;
 #pragma unroll
     for (int o = 8; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+    float sum = __fmul_rn(s, (float) t);   // this half's (|t| < 2^24: exact)
+    float other = __shfl_xor_sync(0xffffffffu, sum, 16);
     float* scale = reinterpret_cast<float*>(out + 2 * K);
-    if (lane == 0) scale[u] = s;
-    if ((lane & 15) == 0) scale[(K >> 5) + 2 * u + (lane >> 4)] = s * (float) t;   // |t| < 2^24: exact
+    float* pairs = reinterpret_cast<float*>(out + x16_pairs_at(K)) + 8 * (u >> 1) + (u & 1);
+    int h = lane >> 4;
+    if (lane == 0) {
+        scale[u] = s;
+        pairs[0] = s;   // (half 0's float4)
+        pairs[4] = s;   // (half 1's)
+        float2* units = reinterpret_cast<float2*>(out + x16_units_at(K));
+        units[u] = make_float2(s, __fadd_rn(sum, other));   // sum16(2u) + sum16(2u + 1), the order the unsummed reads add them
+    }
+    if ((lane & 15) == 0) {
+        scale[(K >> 5) + 2 * u + h] = sum;
+        pairs[4 * h + 2] = sum;
+    }
 }
 
 // The x16 of n token rows: row t at t * x16_row_bytes(K) (KernelCatalog.gemvX16Bytes), a multiple of 16 bytes
 // (the GEMVs read a row's bytes with 16-byte loads)
-__device__ __forceinline__ i64 x16_row_bytes(int K) { return (2 * (i64) K + 4 * (K >> 5) + 4 * (K >> 4) + 15) & ~(i64) 15; }
+__device__ __forceinline__ i64 x16_row_bytes(int K) { return (x16_units_at(K) + 8 * (i64) (K >> 5) + 15) & ~(i64) 15; }
 
 // x16_store_unit for element i of a [rows, cols] buffer (cols a multiple of 32) into the x16 rows at x16
 __device__ __forceinline__ void x16_store_at(float v, i64 i, int cols, unsigned char* x16) {

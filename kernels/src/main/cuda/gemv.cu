@@ -243,7 +243,10 @@ __device__ __forceinline__ void gemv_direct_impl(const WView& w, const float* __
 // A 4-bit code q dotted with 4 elements is then 256 dp4a(q, hi) + dp4a(q, lo), exact in int32
 // (|sum| < 32 * 15 * 32768), so a weight costs about one instruction instead of three; x16's rounding (at most
 // 2^-16 of the unit's largest |x|) is the only difference from the fp32 twin. Layout of the K-column buffer
-// (KernelCatalog.gemvX16Bytes): hi [K] bytes, lo [K] bytes, s [K / 32] floats, sums [K / 16] floats.
+// (KernelCatalog.gemvX16Bytes): hi [K] bytes, lo [K] bytes, s [K / 32] floats, sums [K / 16] floats, then the s and sums
+// again as the Q4_K / Q5_K and the W4A16 / Q4_0-family items load them (x16_pairs_at, x16_units_at in common.cuh: one 16-byte or 8-byte load
+// an item instead of four or three scalar ones; an 8B Q4_K layer 51.7 against 53.2 us in a graph, W4A16 50.2 against 51.5,
+// gemv_lab on one H200, docs/BENCHMARKS.md twenty-second session).
 #define GEMV_X16_ROWS 2
 // rows a block of the x16 GEMVs whose x16 loads outweigh their weight bytes most (GemvPlan below)
 #define GEMV_X16_WIDE_ROWS 4
@@ -258,10 +261,13 @@ struct X16 {
     const unsigned char* lo;
     const float* scale;
     const float* sum16;
+    const float4* pairs;   // (x16_pairs_at)
+    const float2* units;   // (x16_units_at)
 };
 __device__ __forceinline__ X16 x16_view(const unsigned char* p, int K) {
     return X16{reinterpret_cast<const signed char*>(p), p + K, reinterpret_cast<const float*>(p + 2 * K),
-               reinterpret_cast<const float*>(p + 2 * K + 4 * (K >> 5))};
+               reinterpret_cast<const float*>(p + 2 * K + 4 * (K >> 5)), reinterpret_cast<const float4*>(p + x16_pairs_at(K)),
+               reinterpret_cast<const float2*>(p + x16_units_at(K))};
 }
 
 // x [n, K] -> its x16 rows (x16_row_bytes in common.cuh): a warp per 32-element unit (x16_store_unit); K a
@@ -481,8 +487,9 @@ __device__ __forceinline__ Q4kX q4k_x(const unsigned char* xq, int K, int uA, in
     X16 x = x16_view(xq, K);
     uint4 ha = ldg16(x.hi + 32 * uA + 16 * h), la = ldg16(x.lo + 32 * uA + 16 * h);
     uint4 hb = ldg16(x.hi + 32 * uA + 32 + 16 * h), lb = ldg16(x.lo + 32 * uA + 32 + 16 * h);
+    float4 f = __ldg(x.pairs + uA + h);   // s(uA), s(uA + 1), sum16(2 uA + h), sum16(2 uA + 2 + h) (uA even)
     return Q4kX{{ha.x, ha.y, ha.z, ha.w}, {la.x, la.y, la.z, la.w}, {hb.x, hb.y, hb.z, hb.w}, {lb.x, lb.y, lb.z, lb.w},
-                __ldg(x.scale + uA), __ldg(x.scale + uA + 1), __ldg(x.sum16 + 2 * uA + h), __ldg(x.sum16 + 2 * uA + 2 + h)};
+                f.x, f.y, f.z, f.w};
 }
 
 // Sub-blocks 2jj and 2jj + 1 of a K-quant super-block (Q4_K, Q5_K): their 6-bit scales and mins (ggml's
@@ -632,8 +639,9 @@ struct W4a16Item {
             o.hE[i] = __byte_perm(hw[2 * i], hw[2 * i + 1], 0x5140); o.hO[i] = __byte_perm(hw[2 * i], hw[2 * i + 1], 0x7362);
             o.lE[i] = __byte_perm(lw[2 * i], lw[2 * i + 1], 0x5140); o.lO[i] = __byte_perm(lw[2 * i], lw[2 * i + 1], 0x7362);
         }
-        o.s = __ldg(x.scale + u);
-        o.xsum = __ldg(x.sum16 + 2 * u) + __ldg(x.sum16 + 2 * u + 1);
+        float2 f = __ldg(x.units + u);   // s(u), sum16(2u) + sum16(2u + 1)
+        o.s = f.x;
+        o.xsum = f.y;
         return o;
     }
     static __device__ __forceinline__ W w(const WView& v, i64 r, int u, int tid) {
@@ -672,6 +680,11 @@ struct Q8W {
     unsigned q[8];
     float d;
 };
+// unit u's x16 bytes, with its scale s
+__device__ __forceinline__ Q8X q8_x(const X16& x, int u, float s) {
+    uint4 h0 = ldg16(x.hi + 32 * u), h1 = ldg16(x.hi + 32 * u + 16), l0 = ldg16(x.lo + 32 * u), l1 = ldg16(x.lo + 32 * u + 16);
+    return Q8X{{h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w}, {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w}, s};
+}
 struct Q8_0Item {
     static const int SHIFT = 5;
     static const bool INLINE = true;
@@ -679,8 +692,7 @@ struct Q8_0Item {
     typedef Q8W W;
     static __device__ __forceinline__ X x(const unsigned char* xq, int K, int u, int tid) {
         X16 x = x16_view(xq, K);
-        uint4 h0 = ldg16(x.hi + 32 * u), h1 = ldg16(x.hi + 32 * u + 16), l0 = ldg16(x.lo + 32 * u), l1 = ldg16(x.lo + 32 * u + 16);
-        return X{{h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w}, {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w}, __ldg(x.scale + u)};
+        return q8_x(x, u, __ldg(x.scale + u));
     }
     static __device__ __forceinline__ W w(const WView& v, i64 r, int u, int tid) {
         const unsigned char* b = v.data + r * v.rowBytes + 34 * (i64) u;
@@ -719,7 +731,8 @@ struct Q4_0Item {
     typedef Q40W W;
     static __device__ __forceinline__ X x(const unsigned char* xq, int K, int u, int tid) {
         X16 x = x16_view(xq, K);
-        return X{Q8_0Item::x(xq, K, u, tid), __ldg(x.sum16 + 2 * u) + __ldg(x.sum16 + 2 * u + 1)};
+        float2 f = __ldg(x.units + u);   // s(u), sum16(2u) + sum16(2u + 1): one load for the two
+        return X{q8_x(x, u, f.x), f.y};
     }
     static __device__ __forceinline__ W w(const WView& v, i64 r, int u, int tid) {
         const unsigned char* b = v.data + r * v.rowBytes + 18 * (i64) u;

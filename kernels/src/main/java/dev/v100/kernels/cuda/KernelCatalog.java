@@ -447,10 +447,14 @@ public final class KernelCatalog {
 
     /**
      * Bytes of gemv_x16_quantize's output for one row of cols columns (a multiple of 32): hi and lo bytes, a scale
-     * per 32, a sum per 16, rounded up to 16 bytes (the next row's start; gemv.cu x16_row_bytes).
+     * per 32, a sum per 16; from the next 16-byte boundary the same floats packed for the Q4_K / Q5_K items (a float4
+     * per unit pair and half) and the W4A16 item (a float2 per unit); rounded up to 16 bytes (the next row's start;
+     * common.cuh x16_pairs_at, x16_units_at, x16_row_bytes).
      */
     public static long gemvX16Bytes(long cols) {
-        return (2 * cols + 4 * (cols / 32) + 4 * (cols / 16) + 15) & ~15L;
+        long pairs = (2 * cols + 4 * (cols / 32) + 4 * (cols / 16) + 15) & ~15L;
+        long units = pairs + 32 * ((cols + 63) / 64);
+        return (units + 8 * (cols / 32) + 15) & ~15L;
     }
 
     /**

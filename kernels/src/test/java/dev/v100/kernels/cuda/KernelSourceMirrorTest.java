@@ -80,14 +80,29 @@ class KernelSourceMirrorTest {
         }
     }
 
-    /** x16 rows start 16-byte aligned (the GEMVs' 16-byte loads) and hold their bytes: 2 per column, a float per 32 and per 16. */
+    /**
+     * x16 rows start 16-byte aligned (the GEMVs' 16-byte loads) and hold their bytes: 2 per column, a float per 32 and per
+     * 16, then from a 16-byte boundary a float4 per pair of 32-column units and half (an odd unit count rounded up) and a
+     * float2 per unit.
+     */
     @Test
     void x16RowsAreWholeSixteenByteMultiples() {
         for (long cols = 32; cols <= 8192; cols += 32) {
             long b = KernelCatalog.gemvX16Bytes(cols);
+            long units = cols / 32, plain = 2 * cols + 4 * units + 4 * (cols / 16);
+            long packed = ((plain + 15) & ~15L) + 32 * ((units + 1) / 2) + 8 * units;
             assertEquals(0, b % 16, cols + " columns");
-            assertTrue(b >= 2 * cols + 4 * (cols / 32) + 4 * (cols / 16) && b < 2 * cols + 4 * (cols / 32) + 4 * (cols / 16) + 16, cols + " columns: " + b);
+            assertTrue(b >= packed && b < packed + 16, cols + " columns: " + b);
         }
+    }
+
+    /** common.cuh's x16_row_bytes and its parts are KernelCatalog.gemvX16Bytes's formula, term for term. */
+    @Test
+    void x16RowBytesMirrorCommonCuh() throws IOException {
+        String src = Files.readString(CUDA.resolve("common.cuh"));
+        assertTrue(src.contains("x16_pairs_at(int K) { return (2 * (i64) K + 4 * (K >> 5) + 4 * (K >> 4) + 15) & ~(i64) 15; }"), "x16_pairs_at");
+        assertTrue(src.contains("x16_units_at(int K) { return x16_pairs_at(K) + 32 * (i64) ((K + 63) >> 6); }"), "x16_units_at");
+        assertTrue(src.contains("x16_row_bytes(int K) { return (x16_units_at(K) + 8 * (i64) (K >> 5) + 15) & ~(i64) 15; }"), "x16_row_bytes");
     }
 
     @Test
