@@ -89,6 +89,19 @@ if [ -n "${BASE_PTX_DIR:-}" ]; then
   [ ${#changed[@]} -gt 0 ] || { echo "ERROR: $BASE_PTX_DIR holds the same PTX as this build: nothing to compare" >&2; exit 1; }
   tar -C "$BASE_PTX_DIR" -cf - "${changed[@]}" kernels.tsv | xz -9e > "$dev/base-kernels.tar.xz"
   echo "== base kernels for the ab step: ${changed[*]} + kernels.tsv ($(du -b "$dev/base-kernels.tar.xz" | cut -f1) bytes)"
+  # what the sm_70 build says changed beside the code: a kernel's registers, shared memory, stack or spills (an edit of
+  # a shared device function can move kernels that were not meant to change; their occupancy moves with them)
+  awk -F'\t' 'NR == FNR { if ($1 !~ /^#/ && $2 != "kernel") base[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8; next }
+               $1 !~ /^#/ && $2 != "kernel" { now = $3 " " $4 " " $5 " " $6 " " $7 " " $8
+                 if (!($2 in base)) printf "  %-32s new: registers %s, shared %s+%s, stack %s, spills %s/%s\n", $2, $3, $4, $5, $6, $7, $8
+                 else if (base[$2] != now) { split(base[$2], b, " "); printf "  %-32s registers %s -> %s, shared %s+%s -> %s+%s, stack %s -> %s, spills %s/%s -> %s/%s\n", $2, b[1], $3, b[2], b[3], $4, $5, b[4], $6, b[5], b[6], $7, $8 } }' \
+      "$BASE_PTX_DIR/kernels.tsv" "$cur/kernels.tsv" > "$dev/.resources-changed"
+  if [ -s "$dev/.resources-changed" ]; then
+    echo "== sm_70 resources that differ from the base's (kernels.tsv):"; cat "$dev/.resources-changed"
+  else
+    echo "== sm_70 resources: every kernel's the same as the base's (kernels.tsv)"
+  fi
+  rm -f "$dev/.resources-changed"
 fi
 
 # what travels: every tracked file, untracked files git does not ignore, and .device
