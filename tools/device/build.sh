@@ -94,7 +94,9 @@ if [ -n "${BASE_PTX_DIR:-}" ]; then
   awk -F'\t' 'NR == FNR { if ($1 !~ /^#/ && $2 != "kernel") base[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8; next }
                $1 !~ /^#/ && $2 != "kernel" { now = $3 " " $4 " " $5 " " $6 " " $7 " " $8
                  if (!($2 in base)) printf "  %-32s new: registers %s, shared %s+%s, stack %s, spills %s/%s\n", $2, $3, $4, $5, $6, $7, $8
-                 else if (base[$2] != now) { split(base[$2], b, " "); printf "  %-32s registers %s -> %s, shared %s+%s -> %s+%s, stack %s -> %s, spills %s/%s -> %s/%s\n", $2, b[1], $3, b[2], b[3], $4, $5, b[4], $6, b[5], b[6], $7, $8 } }' \
+                 else if (base[$2] != now) { split(base[$2], b, " "); printf "  %-32s registers %s -> %s, shared %s+%s -> %s+%s, stack %s -> %s, spills %s/%s -> %s/%s\n", $2, b[1], $3, b[2], b[3], $4, $5, b[4], $6, b[5], b[6], $7, $8 }
+                 delete base[$2] }
+               END { for (k in base) printf "  %-32s gone (in the base only)\n", k }' \
       "$BASE_PTX_DIR/kernels.tsv" "$cur/kernels.tsv" > "$dev/.resources-changed"
   if [ -s "$dev/.resources-changed" ]; then
     echo "== sm_70 resources that differ from the base's (kernels.tsv):"; cat "$dev/.resources-changed"

@@ -220,27 +220,44 @@ for s in $STEPS; do
       # for none) and run with each of LAB_ARGS's argument sets (separated by ";", default "8 q4_K") LAB_ROUNDS times (default 2), the variants alternating
       NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null | head -1)
       : > "$OUT/lab.txt"
-      vi=0
-      for v in ${LAB_DEFS:--}; do
-        flags=()
-        [ "$v" != - ] && for d in ${v//,/ }; do flags+=("-D$d"); done
-        "$NVCC" -O3 -std=c++17 -arch=sm_90 "${flags[@]}" -I kernels/src/main/cuda -o /tmp/gemv_lab$vi tools/device/gemv_lab.cu \
-          > "$LOGS/lab-build$vi.log" 2>&1 &
-        vi=$((vi + 1))
-      done
-      wait
-      IFS=';' read -ra labsets <<< "${LAB_ARGS:-8 q4_K}"
-      for ai in "${!labsets[@]}"; do
-        for round in $(seq 1 "${LAB_ROUNDS:-2}"); do
-          vi=0
-          for v in ${LAB_DEFS:--}; do
-            n=lab-$ai-$vi-$round
-            run_step "$n" 120 "$LOGS/$n.log" /tmp/gemv_lab$vi ${labsets[$ai]}
-            { echo "== gemv_lab ${labsets[$ai]}: variant $v, round $round"; cat "$LOGS/$n.log"; echo; } >> "$OUT/lab.txt"
-            vi=$((vi + 1))
+      if [ -z "$NVCC" ]; then
+        echo "no nvcc on this machine" >> "$OUT/lab.txt"; names+=(lab); rc[lab]=127; secs[lab]=0; notes[lab]="no nvcc"
+      else
+        # the builds in parallel (each ~20 s), waited for by pid (the bench bundles' writer may run in the background too);
+        # a build that fails leaves no binary, and its variant is skipped with its log in lab.txt
+        pids=() vi=0
+        for v in ${LAB_DEFS:--}; do
+          flags=()
+          if [ "$v" != - ]; then for d in ${v//,/ }; do flags+=("-D$d"); done; fi
+          rm -f /tmp/gemv_lab$vi
+          timeout 300 "$NVCC" -O3 -std=c++17 -arch=sm_90 ${flags[@]+"${flags[@]}"} -I kernels/src/main/cuda -o /tmp/gemv_lab$vi \
+            tools/device/gemv_lab.cu > "$LOGS/lab-build$vi.log" 2>&1 &
+          pids+=($!)
+          vi=$((vi + 1))
+        done
+        vi=0
+        for v in ${LAB_DEFS:--}; do
+          wait "${pids[$vi]}"
+          r=$?
+          names+=("lab-build-$vi"); rc[lab-build-$vi]=$r; secs[lab-build-$vi]=0; notes[lab-build-$vi]="variant $v"
+          [ $r = 0 ] || { echo "== variant $v: the build failed ($r)"; cat "$LOGS/lab-build$vi.log"; echo; } >> "$OUT/lab.txt"
+          vi=$((vi + 1))
+        done
+        IFS=';' read -ra labsets <<< "${LAB_ARGS:-8 q4_K}"
+        for ai in "${!labsets[@]}"; do
+          for round in $(seq 1 "${LAB_ROUNDS:-2}"); do
+            vi=0
+            for v in ${LAB_DEFS:--}; do
+              n=lab-$ai-$vi-$round
+              if [ -x /tmp/gemv_lab$vi ]; then
+                run_step "$n" 120 "$LOGS/$n.log" /tmp/gemv_lab$vi ${labsets[$ai]}
+                { echo "== gemv_lab ${labsets[$ai]}: variant $v, round $round"; cat "$LOGS/$n.log"; echo; } >> "$OUT/lab.txt"
+              fi
+              vi=$((vi + 1))
+            done
           done
         done
-      done
+      fi
       ;;
     ktrace)
       # each bench set's decode with every kernel's GPU time recorded where it runs (inside the replayed graphs)
