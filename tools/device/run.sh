@@ -216,7 +216,7 @@ for s in $STEPS; do
       ;;
     lab)
       # the GEMV lab (tools/device/gemv_lab.cu, the GPU machine's own nvcc, sm_90) built once per LAB_DEFS variant
-      # (space-separated; a variant's -D flags joined by commas, e.g. LAB_DEFS="GEMV_WEIGHT_L1=0 GEMV_WEIGHT_L1=1"; "-"
+      # (space-separated; a variant's -D flags joined by commas, e.g. LAB_DEFS="GEMV_WEIGHT_L1=0 -"; "-"
       # for none) and run with each of LAB_ARGS's argument sets (separated by ";", default "8 q4_K") LAB_ROUNDS times (default 2), the variants alternating
       NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null | head -1)
       : > "$OUT/lab.txt"

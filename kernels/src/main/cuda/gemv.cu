@@ -244,9 +244,9 @@ __device__ __forceinline__ void gemv_direct_impl(const WView& w, const float* __
 // (|sum| < 32 * 15 * 32768), so a weight costs about one instruction instead of three; x16's rounding (at most
 // 2^-16 of the unit's largest |x|) is the only difference from the fp32 twin. Layout of the K-column buffer
 // (KernelCatalog.gemvX16Bytes): hi [K] bytes, lo [K] bytes, s [K / 32] floats, sums [K / 16] floats, then the s and sums
-// again as the Q4_K / Q5_K and the W4A16 / Q4_0-family items load them (x16_pairs_at, x16_units_at in common.cuh: one 16-byte or 8-byte load
-// an item instead of four or three scalar ones; an 8B Q4_K layer 51.7 against 53.2 us in a graph, W4A16 50.2 against 51.5,
-// gemv_lab on one H200, docs/BENCHMARKS.md twenty-second session).
+// again as the Q4_K / Q5_K and the W4A16 / Q4_0-family items load them (x16_pairs_at, x16_units_at in common.cuh: one
+// 16-byte or 8-byte load an item instead of four or three scalar ones; an 8B Q4_K layer 51.7 against 53.2 us in a graph,
+// W4A16 50.2 against 51.5, gemv_lab on one H200, docs/BENCHMARKS.md twenty-second session).
 #define GEMV_X16_ROWS 2
 // rows a block of the x16 GEMVs whose x16 loads outweigh their weight bytes most (GemvPlan below)
 #define GEMV_X16_WIDE_ROWS 4
@@ -290,41 +290,21 @@ __device__ __forceinline__ int dp4_uhi(unsigned q, unsigned hi, int c) {
     return d;
 }
 __device__ __forceinline__ uint4 ldg16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
-// A weight's stored bytes, each read once a launch, marked to leave L1 first (ld.global.nc.L1::evict_first; sm_70 has it), so
+// A weight's stored 16 bytes, read once a launch, marked to leave L1 first (ld.global.nc.L1::evict_first; sm_70 has it), so
 // that the x16 lines every block reads again stay there: the 16-byte-aligned items (Q4_K, Q5_K, W4A16) 53.6 against 55.1 us
 // an 8B Q4_K layer in a graph, W4A16 51.5 against 53.0 (gemv_lab, one H200; docs/BENCHMARKS.md, twenty-second session).
 // The 2-byte-aligned blocks' word loads (ld16_aligned2: Q8_0, Q6_K, ...) keep __ldg: neighbouring items share their
-// lines (Q6_K 84.4 against 82.3 us with the hint). GEMV_WEIGHT_L1 / _WORDS (the lab's knob, -D...): 0 __ldg, 1
-// L1::no_allocate (Q8_0 105 against 76 us), 2 L1::evict_first.
+// lines (Q6_K 84.4 against 82.3 us with the hint; L1::no_allocate: Q8_0 105 against 76). GEMV_WEIGHT_L1=0 (the lab's -D
+// knob) gives plain __ldg here too.
 #ifndef GEMV_WEIGHT_L1
 #define GEMV_WEIGHT_L1 2
-#endif
-#ifndef GEMV_WEIGHT_L1_WORDS   // the same for the 2-byte-aligned blocks' word loads (ld16_aligned2)
-#define GEMV_WEIGHT_L1_WORDS 0
 #endif
 __device__ __forceinline__ uint4 ldw16(const void* p) {
 #if GEMV_WEIGHT_L1 == 0
     return ldg16(p);
 #else
     uint4 v;
-#if GEMV_WEIGHT_L1 == 1
-    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-#else
     asm("ld.global.nc.L1::evict_first.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-#endif
-    return v;
-#endif
-}
-__device__ __forceinline__ unsigned ldw4(const unsigned* p) {
-#if GEMV_WEIGHT_L1_WORDS == 0
-    return __ldg(p);
-#else
-    unsigned v;
-#if GEMV_WEIGHT_L1_WORDS == 1
-    asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
-#else
-    asm("ld.global.nc.L1::evict_first.u32 %0, [%1];" : "=r"(v) : "l"(p));
-#endif
     return v;
 #endif
 }
@@ -457,7 +437,7 @@ __device__ __forceinline__ void ld16_aligned2(const unsigned char* p, unsigned* 
     int sh = (int) (reinterpret_cast<size_t>(p) & 3) * 8;
     unsigned v[5];
 #pragma unroll
-    for (int k = 0; k < 4; k++) v[k] = ldw4(base + k);
+    for (int k = 0; k < 4; k++) v[k] = __ldg(base + k);
     v[4] = sh ? ld16(p + 14) : 0u;
 #pragma unroll
     for (int k = 0; k < 4; k++) out[k] = __funnelshift_r(v[k], v[k + 1], sh);
