@@ -10,15 +10,17 @@
 // (docs/BENCHMARKS.md): the shipped R2 T64 layout stayed, Q4_K took U = 2.
 // The x16 rows also give the layer replayed as one CUDA graph (as the runtime runs a decode step; added in the sixth
 // session, not yet run): one-by-one launches are bound at ~4.2 us each by the launch rate.
-// Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K q5_K f16 (all) | prefetch | mma | diag | persist | smemx]
+// Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K q5_K f16 (all) | prefetch | mma | diag | persist | smemx | glu [q4_K w4a16 q8_0 q6_K q5_K]]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 #include <algorithm>
 #include <string>
+#include <functional>
 #include <cuda_runtime.h>
 #include "gemv.cu"
+#include "elementwise.cu"
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1); } } while (0)
 
@@ -156,6 +158,73 @@ static std::vector<X16Variant> q4k_variants() {
     return v;
 }
 
+
+
+// ---- gate/up, silu·mul and the down GEMV's x16 in one launch (twenty-third session; `gemv_lab 8 glu`) ----
+// A layer's FFN runs gate/up (gemv_x16_q4_K_multi), silu_mul (which writes the down GEMV's x16) and down: the silu launch
+// costs its own ~1.7 us and a graph gap. An x16 unit is 32 consecutive activations, so the launch that makes them must
+// see 32 gate and 32 up rows together: (a) glu_unit: a block a unit, TPR lanes a row group (summed by shuffles), the
+// first half of the block's groups on gate, the second on up, the unit from shared memory; (b) glu_ticket: the shipped
+// 64-thread blocks of two rows, the 32 blocks of a unit next to each other, the last of them (a ticket a unit, reset
+// by that block) makes the unit from the 64 sums in L2.
+// (a) moved into gemv.cu as gemv_x16_<t>_glu (block 256, R2 T8, the type's U); the layouts here take Q4_K only.
+template <int BLOCK, int R, int TPR, int U>
+__global__ void __launch_bounds__(BLOCK) glu_unit(const GemvPart* parts, int cols, const unsigned char* xq, float* act, unsigned char* x16out) {
+    static_assert(BLOCK / TPR * R == 64, "a block: 32 gate rows and 32 up rows");
+    __shared__ float gu[64];
+    int j = blockIdx.x;
+    bool isUp = (int) threadIdx.x >= BLOCK / 2;
+    int rows = parts[0].rows;
+    WView w{parts[isUp ? 1 : 0].data, parts[0].rowBytes, cols, 0, 0, nullptr, nullptr};
+    // the group of thread t takes rows r0 + (t / TPR) R: the upper half's start 32 rows lower, so both halves give unit j's rows
+    i64 r0 = 32 * (i64) j - (isUp ? 32 : 0);
+    float* y = gu - 32 * (i64) j + (isUp ? 32 : 0);
+    gemv_x16_rows_impl<Q4kItem, R, 1, TPR, U>(w, X16Rows{xq, 0, y, nullptr, rows}, 1, rows, r0, 1.f);
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        int l = threadIdx.x;
+        float g = gu[l], u = gu[32 + l];
+        float v = g / (1.f + expf(-g)) * u;
+        act[32 * (i64) j + l] = v;
+        x16_store_unit(v, j, rows, x16out);
+    }
+}
+__global__ void __launch_bounds__(GEMV_X16_THREADS, GEMV_X16_MULTI_MIN_BLOCKS) glu_ticket(const GemvPart* parts, int cols, const unsigned char* xq,
+        float* g, float* u, unsigned* tickets, float* act, unsigned char* x16out) {
+    int b = blockIdx.x, j = b >> 5, k = b & 31;
+    bool isUp = k >= 16;
+    int rows = parts[0].rows;
+    WView w{parts[isUp ? 1 : 0].data, parts[0].rowBytes, cols, 0, 0, nullptr, nullptr};
+    gemv_x16_impl<Q4kItem, 2, 1, GEMV_X16_THREADS, 2>(w, xq, 1, isUp ? u : g, rows, 32 * (i64) j + 2 * (k & 15), nullptr, 1.f);
+    __shared__ int last;
+    __threadfence();   // (the two writers' sums visible before the ticket)
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned t = atomicAdd(tickets + j, 1u);
+        last = t == 31;
+        if (last) tickets[j] = 0;
+    }
+    __syncthreads();
+    if (last && threadIdx.x < 32) {
+        __threadfence();
+        int l = threadIdx.x;
+        float gv = __ldcg(g + 32 * (i64) j + l), uv = __ldcg(u + 32 * (i64) j + l);
+        float v = gv / (1.f + expf(-gv)) * uv;
+        act[32 * (i64) j + l] = v;
+        x16_store_unit(v, j, rows, x16out);
+    }
+}
+typedef void (*GluKern)(const GemvPart*, int, const unsigned char*, float*, unsigned char*);
+// gemv.cu's glu at other row-group widths (TPR lanes, a block of 32 TPR threads) and items at once
+template <int T, class Q, int TPR, int U>
+__global__ void __launch_bounds__(32 * TPR) glu_var(const GemvPart* parts, int cols, const unsigned char* xq, float* act, unsigned char* x16) {
+    gemv_glu_impl<T, Q, TPR, U>(parts, cols, xq, act, x16);
+}
+template <int T, class Q>
+static std::vector<std::pair<std::string, std::pair<GluKern, int>>> glu_vars() {
+    return {{"TPR 8 U1", {glu_var<T, Q, 8, 1>, 256}}, {"TPR 16 U1", {glu_var<T, Q, 16, 1>, 512}}, {"TPR 32 U1", {glu_var<T, Q, 32, 1>, 1024}},
+            {"TPR 8 U2", {glu_var<T, Q, 8, 2>, 256}}, {"TPR 16 U2", {glu_var<T, Q, 16, 2>, 512}}};
+}
 
 // ---- x16 in shared memory, a persistent grid (twentieth session; `gemv_lab 8 smemx`) ----
 // The tenth session's parts: the shipped Q4_K kernel's loads alone take as long as the whole kernel (55.9 us an 8B layer
@@ -652,6 +721,114 @@ int main(int argc, char** argv) {
         }
         CK(cudaGetLastError());
         for (auto& m : mats) cudaFree(m.data);
+        return 0;
+    }
+    if (only && std::string(only) == "glu") {   // gate/up + silu + x16 in one launch (above), against the runtime's launches
+        // gemv_lab LAYERS glu [type: q4_K (default) w4a16 q8_0 q6_K q5_K]
+        std::string t = argc > 3 ? argv[3] : "q4_K";
+        const int I = 14336, H = 4096;
+        std::vector<Mat> mats;   // gate, up, down of each layer
+        double ffnBytes = 0;
+        for (int l = 0; l < LAYERS; l++)
+            for (int i = 4; i < NS; i++) {
+                mats.push_back(make(t, shapes[i].rows, shapes[i].cols, 6161u + 41u * (l * NS + i)));
+                if (l == 0) ffnBytes += mats.back().bytes;
+            }
+        typedef void (*MultiK)(const GemvPart*, int, int, const unsigned char*, int);
+        MultiK multi = nullptr; GluKern glu = nullptr; X16Kern one = nullptr;
+        int rowsOne = GEMV_X16_ROWS, gluTpr = 0;
+#define GLU_TYPE(SUF, ROWS) if (t == #SUF) multi = gemv_x16_##SUF##_multi, one = gemv_x16_##SUF, rowsOne = ROWS;
+#define GLU_SHIPPED(SUF, TPR) if (t == #SUF) glu = gemv_x16_##SUF##_glu, gluTpr = TPR;
+        GLU_TYPE(q4_K, GEMV_X16_ROWS) GLU_TYPE(w4a16, GEMV_X16_ROWS) GLU_TYPE(q8_0, GEMV_X16_ROWS) GLU_TYPE(q6_K, GEMV_X16_WIDE_ROWS)
+        GLU_TYPE(q5_K, GEMV_X16_ROWS)
+        GLU_SHIPPED(w4a16, 8)   // (gemv.cu's GEMV_GLU lines; the other types' forms are glu_var below)
+        if (!multi) { printf("glu: no type %s\n", t.c_str()); return 1; }
+        unsigned char *xq, *x16a, *x16b;
+        float *g, *u, *act, *actRef, *out;
+        unsigned* tickets;
+        GemvPart* parts;
+        CK(cudaMalloc(&xq, x16Bytes(I))); CK(cudaMalloc(&x16a, x16Bytes(I))); CK(cudaMalloc(&x16b, x16Bytes(I)));
+        CK(cudaMalloc(&g, I * 4)); CK(cudaMalloc(&u, I * 4)); CK(cudaMalloc(&act, I * 4)); CK(cudaMalloc(&actRef, I * 4)); CK(cudaMalloc(&out, H * 4));
+        CK(cudaMalloc(&tickets, (I / 32) * 4)); CK(cudaMemset(tickets, 0, (I / 32) * 4));
+        CK(cudaMalloc(&parts, LAYERS * 2 * sizeof(GemvPart)));
+        std::vector<GemvPart> hp;
+        for (int l = 0; l < LAYERS; l++) {
+            const Mat& G = mats[l * 3]; const Mat& Uu = mats[l * 3 + 1];
+            hp.push_back(GemvPart{G.data, G.rowBytes, G.scales, G.zeros, g, G.rows, G.groups, G.groupShift, 0});
+            hp.push_back(GemvPart{Uu.data, Uu.rowBytes, Uu.scales, Uu.zeros, u, Uu.rows, Uu.groups, Uu.groupShift, (G.rows + rowsOne - 1) / rowsOne});
+        }
+        CK(cudaMemcpy(parts, hp.data(), hp.size() * sizeof(GemvPart), cudaMemcpyHostToDevice));
+        gemv_x16_quantize<<<(H / 32 + 3) / 4, 128, 0, s>>>(x, H, 1, xq);
+        int multiBlocks = 2 * ((I + rowsOne - 1) / rowsOne);
+        auto down = [&](int l, const unsigned char* x16) {
+            const Mat& m = mats[l * 3 + 2];
+            one<<<(m.rows + rowsOne - 1) / rowsOne, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, x16, 1, out,
+                                                                              m.rows, nullptr, 1.f);
+        };
+        auto shipped = [&](int l) {
+            multi<<<multiBlocks, GEMV_X16_THREADS, 0, s>>>(parts + 2 * l, 2, H, xq, 1);
+            silu_mul<<<(I + 255) / 256, 256, 0, s>>>(g, u, act, I, x16a, I);
+        };
+        struct V { std::string name; GluKern k; int block; };
+        std::vector<V> vs;
+        if (glu) vs.push_back({"gemv_x16_" + t + "_glu (gemv.cu: TPR " + std::to_string(gluTpr) + ")", glu, 32 * gluTpr});
+        std::vector<std::pair<std::string, std::pair<GluKern, int>>> more;
+        if (t == "q4_K") more = glu_vars<WT_Q4_K, Q4kItem>();
+        if (t == "w4a16") more = glu_vars<WT_W4A16, W4a16Item>();
+        if (t == "q8_0") more = glu_vars<WT_Q8_0, Q8_0Item>();
+        if (t == "q6_K") more = glu_vars<WT_Q6_K, Q6kItem>();
+        if (t == "q5_K") more = glu_vars<WT_Q5_K, Q5kItem>();
+        for (auto& m : more) vs.push_back({m.first, m.second.first, m.second.second});
+        if (t == "q4_K") vs.push_back({"glu_unit block 128, R4 T8 U2", glu_unit<128, 4, 8, 2>, 128});
+        // each variant's activations and x16 against the runtime's (layer 0)
+        shipped(0);
+        CK(cudaMemcpyAsync(actRef, act, I * 4, cudaMemcpyDeviceToDevice, s));
+        CK(cudaStreamSynchronize(s));
+        std::vector<unsigned char> refX(x16Bytes(I)), gotX(x16Bytes(I));
+        CK(cudaMemcpy(refX.data(), x16a, refX.size(), cudaMemcpyDeviceToHost));
+        auto check = [&](const char* name) {
+            CK(cudaStreamSynchronize(s));
+            CK(cudaGetLastError());
+            std::vector<float> a(I), b(I);
+            CK(cudaMemcpy(a.data(), actRef, I * 4, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(b.data(), act, I * 4, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(gotX.data(), x16b, gotX.size(), cudaMemcpyDeviceToHost));
+            double num = 0, den = 0;
+            int same = 0;
+            for (int i = 0; i < I; i++) { num += (a[i] - b[i]) * (double) (a[i] - b[i]); den += (double) a[i] * a[i]; same += a[i] == b[i]; }
+            size_t xs = 0;
+            for (size_t i = 0; i < gotX.size(); i++) xs += gotX[i] == refX[i];
+            printf("  %s: activations rel. L2 error %.1e (%d of %d equal), x16 bytes equal %zu of %zu\n", name, sqrt(num / std::max(den, 1e-30)), same, I, xs,
+                   gotX.size());
+        };
+        printf("\ngate/up + silu + down's x16 in one launch (%s, %d layers; FFN %.1f MB a layer; us a layer in a graph, best of 5)\n", t.c_str(), LAYERS,
+               ffnBytes / 1e6);
+        if (t == "q4_K") {
+            CK(cudaMemsetAsync(x16b, 0, x16Bytes(I), s));
+            glu_ticket<<<I, GEMV_X16_THREADS, 0, s>>>(parts, H, xq, g, u, tickets, act, x16b);
+            check("glu_ticket");
+        }
+        for (const V& v : vs) {
+            CK(cudaMemsetAsync(x16b, 0, x16Bytes(I), s));
+            v.k<<<I / 32, v.block, 0, s>>>(parts, H, xq, act, x16b);
+            check(v.name.c_str());
+        }
+        printf("| variant | gate/up (+ silu) us | + down us | FFN GB/s |\n|---|---|---|---|\n");
+        auto row = [&](const std::string& name, std::function<void(int)> f) {
+            float a = time_graph(s, e0, e1, [&] { for (int l = 0; l < LAYERS; l++) f(l); }) * 1e3f / LAYERS;
+            float b = time_graph(s, e0, e1, [&] { for (int l = 0; l < LAYERS; l++) { f(l); down(l, x16b); } }) * 1e3f / LAYERS;
+            printf("| %s | %.1f | %.1f | %.0f |\n", name.c_str(), a, b, ffnBytes / (b / 1e6) / 1e9);
+        };
+        for (int round = 0; round < 2; round++) {
+            row("runtime: gemv_x16_" + t + "_multi + silu_mul", shipped);
+            row("runtime without silu_mul (its cost)", [&](int l) { multi<<<multiBlocks, GEMV_X16_THREADS, 0, s>>>(parts + 2 * l, 2, H, xq, 1); });
+            if (t == "q4_K")
+                row("glu_ticket (shipped blocks, a ticket a unit)", [&](int l) {
+                    glu_ticket<<<I, GEMV_X16_THREADS, 0, s>>>(parts + 2 * l, H, xq, g, u, tickets, act, x16b);
+                });
+            for (const V& v : vs) row(v.name, [&](int l) { v.k<<<I / 32, v.block, 0, s>>>(parts + 2 * l, H, xq, act, x16b); });
+        }
+        CK(cudaGetLastError());
         return 0;
     }
     if (only && std::string(only) == "smemx") {   // x16 in shared memory, persistent grids (above), against the shipped Q4_K GEMV

@@ -1305,6 +1305,43 @@ static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelC
         const int R = NT == 1 ? GemvPlan<T>::ROWS : GemvPlan<T>::ROWS8;                                                  \
         gemv_x16_impl<ITEM, R, NT>(v, xq, n, g.y, g.rows, (i64) (blockIdx.x - g.blockStart) * R, nullptr, 1.f);           \
     }
+
+// ---- A dense FFN's gate and up, silu·mul and the down GEMV's x16 in one launch (one token row) ------------------------
+// act = silu(x Wg^T) * (x Wu^T) and its x16 (the down GEMV's input) without silu_mul's launch: an x16 unit is 32
+// consecutive activations, so a block takes one unit's 32 gate rows and 32 up rows: 32 TPR threads in row groups
+// of TPR lanes (gemv_x16_rows_impl's TPR form, summed by shuffles), 2 rows a group, the block's first half on gate
+// and its second on up; the 64 sums meet in shared memory and the first warp writes the unit (silu_mul's arithmetic, then
+// x16_store_unit). parts: gate and up (GemvPart; their y and blockStart unused), the same type, rows a multiple of 32.
+// A row's sum is added in the TPR-lane order, not the 64-lane one of gemv_x16_*_multi: the same values to fp32 rounding.
+// Measured on one H200 (docs/BENCHMARKS.md, twenty-third session): gemv_lab 8 glu <type> (nvcc's sm_90 build, an 8B layer's
+// gate/up in a graph, us): Q4_K 26.8 (multi + silu_mul) -> 24.3 (TPR 16) / 24.6 (TPR 8), W4A16 22.2 -> 19.4 (TPR 8), Q5_K 30.7
+// -> 29.6 (TPR 16, U 2); slower at every TPR for Q8_0 (-> 39.3 at best) and Q6_K (-> 57.6), whose 2-byte-aligned word loads
+// want the 64-lane rows. In the runtime (this PTX through the driver's JIT, ktrace of the 8B bench) only W4A16 kept its gain
+// (decode 412-420 -> 430-433 tok/s); Q4_K's glu took 26.8 (TPR 16) and 27.1 us (TPR 8) there, as long as the multi GEMV
+// and silu_mul it replaces (25.1 + 1.7), so Q4_K and the rest keep the two launches (KernelCatalog.gemvGluThreads). A ticket
+// a unit on the 2-row blocks instead (the last of a unit's 32 blocks makes it): Q4_K 32.3 in the lab.
+template <int T, class Q, int TPR, int U>
+__device__ __forceinline__ void gemv_glu_impl(const GemvPart* parts, int cols, const unsigned char* xq, float* act, unsigned char* x16) {
+    const int R = 2, BLOCK = 32 * TPR;   // 64 / TPR groups a half, 2 rows each
+    __shared__ float gu[64];
+    int j = blockIdx.x;
+    bool isUp = (int) threadIdx.x >= BLOCK / 2;
+    const GemvPart& p = parts[isUp ? 1 : 0];
+    WView w{p.data, p.rowBytes, cols, p.groups, p.groupShift, p.scales, p.zeros};
+    // the group of thread t takes rows r0 + (t / TPR) R: the second half's r0 is 32 rows lower, so both halves take unit j's
+    // rows, and each writes them into its half of gu (y indexed by the row)
+    i64 r0 = 32 * (i64) j - (isUp ? 32 : 0);
+    float* y = gu + (isUp ? 32 : 0) - 32 * (i64) j;
+    gemv_x16_rows_impl<Q, R, 1, TPR, U>(w, X16Rows{xq, 0, y, nullptr, p.rows}, 1, p.rows, r0, 1.f);
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float g = gu[threadIdx.x], u = gu[32 + threadIdx.x];
+        float v = g / (1.f + expf(-g)) * u;   // (silu_mul's)
+        act[32 * (i64) j + threadIdx.x] = v;
+        x16_store_unit(v, j, p.rows, x16);
+    }
+}
+
 // ONE_BOUNDS, ONE_MULTI_BOUNDS: the n = 1 kernels' __launch_bounds__ arguments (plain and _multi)
 #define GEMV_X16(SUFFIX, T, ITEM, ONE_BOUNDS, ONE_MULTI_BOUNDS)                                                                              \
     extern "C" __global__ void gemv_ref_##SUFFIX(WEIGHT_PARAMS, const float* x, int n, float* y, int rows) {                \
@@ -1401,6 +1438,17 @@ GEMV_X16(q4_K, WT_Q4_K, Q4kItem, (GEMV_X16_THREADS, GEMV_X16_Q4K_MIN_BLOCKS), (G
 GEMV_X16(q5_K, WT_Q5_K, Q5kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(q6_K, WT_Q6_K, Q6kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
+
+// gemv_x16_<t>_glu (above) where it measured faster in the runtime: TPR lanes a row group (a block of 32 TPR threads), U items at once;
+// KernelCatalog.gemvGluThreads mirrors the blocks. At least 1024 threads an SM resident (at most 64 registers, as the
+// one-row GEMVs: NVRTC 12.9 gave the Q4_K form 72 for sm_70 otherwise, one 512-thread block a V100 SM).
+#define GEMV_GLU(SUFFIX, T, ITEM, TPR, U)                                                                                      \
+    extern "C" __global__ void __launch_bounds__(32 * TPR, 32 / TPR) gemv_x16_##SUFFIX##_glu(const GemvPart* parts, int cols,  \
+                                                                                   const unsigned char* xq, float* act,        \
+                                                                                   unsigned char* x16) {                       \
+        gemv_glu_impl<T, ITEM, TPR, U>(parts, cols, xq, act, x16);                                                            \
+    }
+GEMV_GLU(w4a16, WT_W4A16, W4a16Item, 8, 1)
 
 // ---- Decode batches (2..8 token rows) on the tensor cores: Q4_K, Q5_K, Q6_K, Q4_0, Q3_K, Q2_K, W4A16, F16 (gemv8_mma_<t>, _multi) -
 // gemv8_x16_q4_K costs ~7 thread instructions a weight at 8 token rows (two dp4a per 4 weights and token row, each

@@ -288,6 +288,7 @@ public final class KernelCatalog {
                     add("gemv", k + t, GEMV_X16_THREADS, 0);
                     add("gemv", k + t + "_multi", GEMV_X16_THREADS, 0);
                 }
+                if (gemvGluThreads(t) > 0) add("gemv", "gemv_x16_" + t + "_glu", gemvGluThreads(t), 0);
             } else {
                 add("gemv", "gemv_" + t, GEMV_THREADS, 0);
                 add("gemv", "gemv8_" + t, GEMV_THREADS, 0);
@@ -383,6 +384,16 @@ public final class KernelCatalog {
             case "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q4_0", "f16", W4A16_SUFFIX -> true;
             default -> false;
         };
+    }
+
+    /**
+     * Threads a block of gemv_x16_{suffix}_glu (gemv.cu: one token row's gate and up, silu·mul and the down GEMV's x16 in one
+     * launch, a block a 32-row unit, row groups of threads / 32 lanes), or 0 where the type has none. W4A16 only: the one type
+     * where it measured faster than gemv_x16_*_multi and silu_mul in the runtime (Q4_K gained in the lab only; Q8_0 and Q6_K
+     * measured slower; gemv.cu and docs/BENCHMARKS.md have the numbers).
+     */
+    public static int gemvGluThreads(String suffix) {
+        return suffix.equals(W4A16_SUFFIX) ? 32 * 8 : 0;
     }
 
     /**

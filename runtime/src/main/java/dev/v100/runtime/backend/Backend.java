@@ -269,6 +269,16 @@ public interface Backend extends AutoCloseable {
     void siluMul(Buffer gate, Buffer up, Buffer out);
 
     /**
+     * out = silu(x gate^T) * (x up^T): a dense FFN's gate and up projections and their activation, g and u room for the two
+     * projections (contents undefined after). One op where a backend can fuse them: the GPU makes a decode row's out in one
+     * launch, with the down projection's 16-bit input.
+     */
+    default void siluGateUp(Buffer x, Weight gate, Weight up, Buffer g, Buffer u, Buffer out) {
+        matmulEach(x, List.of(gate, up), List.of(g, u));
+        siluMul(g, u, out);
+    }
+
+    /**
      * siluMul of a MoE layer's expert slots (and shared-expert rows), whose expert matmul follows: a backend may also
      * leave the copy of out that matmul reads (the GPU's 16-bit rows) however many rows there are. The same values.
      */

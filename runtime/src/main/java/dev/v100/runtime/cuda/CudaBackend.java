@@ -88,7 +88,10 @@ public final class CudaBackend implements Backend {
     // after the last launch that read or wrote it; the next one-row GEMV of the same x reuses it when nothing was
     // issued in between (q, k and v of one normed x; gate and up). rmsNorm and siluMul write it for their one-row
     // outputs when a weight of this backend runs gemv_x16_* (anyX16).
-    private final String x16Scratch;
+    // siluGateUp's gemv_x16_*_glu reads x's copy and writes its output's in the same launch: into the other of two scratches
+    // (x16In names the one holding the current copy; x16OfIn the one x16Of's last answer is in).
+    private final String x16Scratch, x16GluScratch;
+    private String x16In, x16OfIn;
     private long x16Of, x16Cols, x16Rows, x16At, x16Issued = -1;
     /** x16Of returned some rows of the current copy: the GEMV that reads them keeps the copy the whole buffer's. */
     private boolean x16RowsRead;
@@ -99,6 +102,12 @@ public final class CudaBackend implements Backend {
      */
     static final String GEMV_MMA_PROPERTY = "v100.cuda.gemvMma";
     private final boolean mmaBatches = !"false".equals(System.getProperty(GEMV_MMA_PROPERTY));
+    /**
+     * siluGateUp of one token row through gate and up of a gemv_x16_*_glu type (KernelCatalog.gemvGluThreads) runs it;
+     * {@code -Dv100.cuda.glu=false} keeps gemv_x16_*_multi and silu_mul (a measurement knob).
+     */
+    static final String GLU_PROPERTY = "v100.cuda.glu";
+    private final boolean gluFused = !"false".equals(System.getProperty(GLU_PROPERTY));
     /**
      * Routings of a prefill chunk's many slots (KernelCatalog.moeGrouped) group their slots by expert and the expert
      * GEMVs run by group (each expert's rows read once per group of up to 8 slots); {@code -Dv100.cuda.moeGrouped=false}
@@ -165,6 +174,9 @@ public final class CudaBackend implements Backend {
         this.topParts = topScratch + ":parts";
         this.topDone = topScratch + ":done";
         this.x16Scratch = "gemv-x16:" + name;
+        this.x16GluScratch = "gemv-x16-glu:" + name;
+        this.x16In = x16Scratch;
+        this.x16OfIn = x16Scratch;
         this.mmaScratch = "gemv-mma:" + name;
         this.gemm = new GemmPolicy(device);
         this.checkNonFinite = device.options.checkNonFinite();
@@ -608,19 +620,24 @@ public final class CudaBackend implements Backend {
             // 16-bit rows in it; the copy stays the whole buffer's (x16Read)
             long first = (x.address - x16Of) / (4 * cols);
             if (first + x.rows <= x16Rows) {
-                long q = device.scratch(x16Scratch, (first + x.rows) * rowBytes);   // (no larger than it is: never moves)
+                long q = device.scratch(x16In, (first + x.rows) * rowBytes);   // (no larger than it is: never moves)
                 if (q == x16At) {
                     x16RowsRead = true;
+                    x16OfIn = x16In;
                     return q + first * rowBytes;
                 }
             }
         }
-        long q = device.scratch(x16Scratch, x.rows * rowBytes);   // growing it frees the old one
-        if (x16Of != x.address || x16Cols != cols || x16Rows != x.rows || x16Issued != device.issued() || x16At != q) {
-            long units = x.rows * cols / 32, perBlock = KernelCatalog.GEMV_X16_QUANTIZE_THREADS / 32;
-            device.launch(kX16Quantize).ptr(x.address).i32((int) cols).i32(x.rows).ptr(q)
-                    .go((units + perBlock - 1) / perBlock, 1, 1, KernelCatalog.GEMV_X16_QUANTIZE_THREADS, 0);
+        if (x16Of == x.address && x16Cols == cols && x16Rows == x.rows && x16Issued == device.issued()
+                && device.scratch(x16In, x.rows * rowBytes) == x16At) {   // (no larger than it is: never moves)
+            x16OfIn = x16In;
+            return x16At;
         }
+        long q = device.scratch(x16Scratch, x.rows * rowBytes);   // growing it frees the old one
+        x16OfIn = x16Scratch;
+        long units = x.rows * cols / 32, perBlock = KernelCatalog.GEMV_X16_QUANTIZE_THREADS / 32;
+        device.launch(kX16Quantize).ptr(x.address).i32((int) cols).i32(x.rows).ptr(q)
+                .go((units + perBlock - 1) / perBlock, 1, 1, KernelCatalog.GEMV_X16_QUANTIZE_THREADS, 0);
         return q;
     }
 
@@ -637,7 +654,7 @@ public final class CudaBackend implements Backend {
                 return;
             }
         }
-        x16Made(x, q);
+        x16Made(x, q, x16OfIn);
     }
 
     /** Whether out = x w^T can run an x16 GEMV as it is: decode rows (1..8), a plain matrix of an x16 type, matching shapes. */
@@ -715,6 +732,43 @@ public final class CudaBackend implements Backend {
                 else f16RowsMulti(xb, w, o);
             }
         }
+    }
+
+    /**
+     * out = silu(x gate^T) * (x up^T). One token row through gate and up of one gemv_x16_*_glu type (KernelCatalog.gemvGluThreads),
+     * rows a multiple of 32: one launch, a block a 32-row unit of both, which also writes out's 16-bit copy (into the other x16
+     * scratch: the launch reads x's); anything else matmulEach and siluMul.
+     */
+    @Override
+    public void siluGateUp(Buffer x, Weight gate, Weight up, Buffer g, Buffer u, Buffer out) {
+        CudaBuffer xb = buf(x), gb = buf(g), ub = buf(u), ob = buf(out);
+        CudaWeight wg = w(gate), wu = w(up);
+        if (!gluTakes(xb, wg, wu, gb, ub, ob)) {
+            Backend.super.siluGateUp(x, gate, up, g, u, out);
+            return;
+        }
+        device.bind();
+        note(wg);
+        note(wu);
+        long table = gemvParts(List.of(wg, wu), List.of(gb, ub), GLU_PART_ROWS);   // (may upload: before the x16 copy's check)
+        long outBytes = KernelCatalog.gemvX16Bytes(ob.cols);
+        device.scratch(x16Scratch, outBytes);   // both scratches room for out's copy first (growing one frees it)
+        device.scratch(x16GluScratch, outBytes);
+        long q = x16Of(xb, xb.cols);
+        String outIn = x16OfIn.equals(x16GluScratch) ? x16Scratch : x16GluScratch;
+        long x16 = device.scratch(outIn, outBytes);
+        device.launch(wg.kernels.gemvGlu()).ptr(table).i32(xb.cols).ptr(q).ptr(ob.address).ptr(x16)
+                .go(wg.rows / 32, 1, 1, KernelCatalog.gemvGluThreads(wg.kernelSuffix), 0);
+        x16Made(ob, x16, outIn);
+        checked("siluGateUp " + wg.name, ob);
+    }
+
+    /** gemvParts' rows a block for a gemv_x16_*_glu table (its blocks take 32-row units; the table's blockStart is unused). */
+    private static final int GLU_PART_ROWS = 32;
+
+    private boolean gluTakes(CudaBuffer x, CudaWeight gate, CudaWeight up, CudaBuffer g, CudaBuffer u, CudaBuffer out) {
+        return gluFused && x.rows == 1 && gate.kernels.gemvGlu() != null && gate.kernelSuffix.equals(up.kernelSuffix) && gate.rows == up.rows
+                && gate.rows % 32 == 0 && x16Takes(x, gate, g) && x16Takes(x, up, u) && out.rows == 1 && out.cols == gate.rows;
     }
 
     /** matmulEach's group of short F16 weights (gemv_f16_rows_multi), beside the x16 types' groups by suffix. */
@@ -854,6 +908,12 @@ public final class CudaBackend implements Backend {
 
     /** The x16 scratch at q now holds x (the launch that wrote or read it was the last one issued). */
     private void x16Made(CudaBuffer x, long q) {
+        x16Made(x, q, x16Scratch);
+    }
+
+    /** As above, the copy in the named scratch (x16Scratch or x16GluScratch). */
+    private void x16Made(CudaBuffer x, long q, String in) {
+        x16In = in;
         x16Of = x.address;
         x16Cols = x.cols;
         x16Rows = x.rows;

@@ -43,14 +43,15 @@ final class CudaWeight implements Weight {
      * expertX16Short for short rows on x16, expertGroup for slots grouped by expert, expertGroupMma for those on the
      * tensor cores; null otherwise), gather.
      */
-    record Kernels(boolean x16, CudaKernel gemv, CudaKernel gemv8, CudaKernel gemvMulti, CudaKernel gemv8Multi, CudaKernel gemv8Mma,
+    record Kernels(boolean x16, CudaKernel gemv, CudaKernel gemv8, CudaKernel gemvMulti, CudaKernel gemv8Multi, CudaKernel gemvGlu, CudaKernel gemv8Mma,
                    CudaKernel gemv8MmaMulti, int gemvRows, int gemv8Rows, CudaKernel gemvRef, CudaKernel gemm, CudaKernel dequant, CudaKernel expert, CudaKernel expertX16,
                    CudaKernel expertX16Short, CudaKernel expertGroup, CudaKernel expertGroupMma, CudaKernel embed) {
         static Kernels of(CudaDevice d, String suffix) {
             boolean x16 = KernelCatalog.gemvX16(suffix), mma = KernelCatalog.gemvMma(suffix);
             String one = x16 ? "gemv_x16_" : "gemv_", batch = x16 ? "gemv8_x16_" : "gemv8_";
             return new Kernels(x16, d.kernel(one + suffix), d.kernel(batch + suffix), x16 ? d.kernel(one + suffix + "_multi") : null,
-                    x16 ? d.kernel(batch + suffix + "_multi") : null, mma ? d.kernel("gemv8_mma_" + suffix) : null,
+                    x16 ? d.kernel(batch + suffix + "_multi") : null,
+                    KernelCatalog.gemvGluThreads(suffix) > 0 ? d.kernel("gemv_x16_" + suffix + "_glu") : null, mma ? d.kernel("gemv8_mma_" + suffix) : null,
                     mma ? d.kernel("gemv8_mma_" + suffix + "_multi") : null, KernelCatalog.gemvRowsPerBlock(suffix),
                     KernelCatalog.gemvBatchRowsPerBlock(suffix), d.kernel("gemv_ref_" + suffix),
                     d.kernel("gemm_" + suffix), d.kernel("dequant_" + suffix), d.kernel("expert_gemv_" + suffix), x16 ? d.kernel("expert_gemv_x16_" + suffix) : null,

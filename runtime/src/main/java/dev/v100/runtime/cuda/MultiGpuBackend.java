@@ -161,6 +161,11 @@ final class MultiGpuBackend implements Backend {
     }
 
     @Override
+    public void siluGateUp(Buffer x, Weight gate, Weight up, Buffer g, Buffer u, Buffer out) {
+        group.post(rank, "siluGateUp", () -> inner.siluGateUp(x, gate, up, g, u, out));
+    }
+
+    @Override
     public void matmulEach(Buffer x, java.util.List<Weight> ws, java.util.List<Buffer> outs) {
         group.post(rank, "matmulEach", () -> inner.matmulEach(x, ws, outs));
     }

@@ -404,10 +404,14 @@ public final class DecoderModel implements AutoCloseable {
             r.trace.record(Trace.ATTN_RESIDUAL, layer, x);
             b.rmsNorm(x, w.ffnNorm(), config.hiddenSize(), eps, xn);
             r.trace.record(Trace.FFN_NORM, layer, xn);
-            b.matmulEach(xn, List.of(w.gate(), w.up()), List.of(g, u));
-            r.trace.record(Trace.FFN_GATE, layer, g);
-            r.trace.record(Trace.FFN_UP, layer, u);
-            b.siluMul(g, u, g);
+            if (r.trace.enabled()) {   // (the projections recorded)
+                b.matmulEach(xn, List.of(w.gate(), w.up()), List.of(g, u));
+                r.trace.record(Trace.FFN_GATE, layer, g);
+                r.trace.record(Trace.FFN_UP, layer, u);
+                b.siluMul(g, u, g);
+            } else {
+                b.siluGateUp(xn, w.gate(), w.up(), g, u, g);
+            }
             r.trace.record(Trace.FFN_ACT, layer, g);
             project(b, fuse, g, w.down(), resMul, proj, x, partials);
         }

@@ -360,10 +360,14 @@ final class Qwen35Layers implements DecoderModel.LayerRunner {
     private void denseFfn(RankShard rs, Rank r, Ffn w, int layer, int n, boolean fuse) {
         Backend b = rs.backend;
         Buffer xn = rs.xn.rows(n), g = r.fGate.rows(n), u = r.fUp.rows(n);
-        b.matmulEach(xn, List.of(w.gate, w.up), List.of(g, u));
-        rs.trace.record(Trace.FFN_GATE, layer, g);
-        rs.trace.record(Trace.FFN_UP, layer, u);
-        b.siluMul(g, u, g);
+        if (rs.trace.enabled()) {   // (the projections recorded)
+            b.matmulEach(xn, List.of(w.gate, w.up), List.of(g, u));
+            rs.trace.record(Trace.FFN_GATE, layer, g);
+            rs.trace.record(Trace.FFN_UP, layer, u);
+            b.siluMul(g, u, g);
+        } else {
+            b.siluGateUp(xn, w.gate, w.up, g, u, g);
+        }
         rs.trace.record(Trace.FFN_ACT, layer, g);
         if (fuse) b.matmulAdd(g, w.down, 1f, r.proj.rows(n), rs.x.rows(n));
         else b.matmul(g, w.down, r.proj.rows(n));

@@ -423,6 +423,87 @@ class CudaMatmulTest {
         }
     }
 
+    /** A random weight of the type ("w4a16" or a ggml type's name) and its reference-decoded values [rows * cols]. */
+    record Dense(Weight w, float[] dense) {
+        static Dense random(CudaBackend b, String name, String kind, int rows, int cols, SplittableRandom rnd) {
+            if (kind.equals("w4a16")) {
+                W4A16Layout.Geometry g = new W4A16Layout.Geometry(rows, cols, 128);
+                MemorySegment blob = randomW4A16(g, rnd);
+                return new Dense(b.w4a16Weight(name, new long[] {rows, cols}, 128, 0, blob), W4A16Layout.dequantize(blob, g));
+            }
+            GgmlType t = GgmlType.valueOf(kind.toUpperCase(java.util.Locale.ROOT));
+            StoredMatrix m = RandomBlocks.matrix(name, t, rows, cols, 0.05, rnd);
+            float[] dense = new float[rows * cols];
+            for (int r = 0; r < rows; r++) GgmlCodecs.dequantizeRow(t, m.data(), cols, r, dense, r * cols);
+            return new Dense(b.weight(name, t, new long[] {rows, cols}, m.data()), dense);
+        }
+    }
+
+    /**
+     * siluGateUp of one token row through gate and up of a gemv_x16_*_glu type (W4A16; rows a multiple of 32) is one
+     * launch after x's quantize: silu(g) u of the product of x's rounded values (the same values as matmulEach and siluMul up to
+     * fp32's order of the sums), and it leaves out's 16-bit copy: the down GEMV that follows is one launch, bit for bit the GEMV
+     * after out is quantized again. A glu output that is the next glu's x (its copy in the other scratch) works as well. Other
+     * types, rows not whole units and decode batches take matmulEach and siluMul (3 launches).
+     */
+    @Test
+    void siluGateUpIsOneLaunchThatLeavesTheDownGemvsX16() {
+        try (CudaBackend b = backend("siluGateUp")) {
+            SplittableRandom rnd = new SplittableRandom(23);
+            int cols = 512;
+            for (String kind : new String[] {"q4_K", "q5_K", "w4a16", "q8_0", "q6_K"})
+            for (int rows : new int[] {512, 96, 40})
+            for (int n : new int[] {1, 3}) {
+                String what = kind + ", " + rows + " rows, " + n + " token rows";
+                boolean fused = n == 1 && rows % 32 == 0 && dev.v100.kernels.cuda.KernelCatalog.gemvGluThreads(kind) > 0;
+                Dense gate = Dense.random(b, "blk.0.ffn_gate.weight", kind, rows, cols, rnd), up = Dense.random(b, "blk.0.ffn_up.weight", kind, rows, cols, rnd);
+                Dense down = Dense.random(b, "blk.0.ffn_down.weight", "q4_K", 64, rows % 256 == 0 ? rows : 512, rnd);
+                Buffer x = b.allocate("x", n, cols), g = b.allocate("g", n, rows), u = b.allocate("u", n, rows), out = b.allocate("out", n, rows);
+                Buffer g2 = b.allocate("g2", n, rows), u2 = b.allocate("u2", n, rows), plain = b.allocate("plain", n, rows);
+                b.write(x, halves(rnd, n * cols, 1), 0);
+                b.siluGateUp(x, gate.w(), up.w(), g, u, out);   // (the first call uploads the parts' table)
+                b.write(x, b.read(x), 0);   // the same x, its 16-bit copy made again
+                long before = b.device.issued();
+                b.siluGateUp(x, gate.w(), up.w(), g, u, out);
+                assertEquals(fused ? 2 : 3, b.device.issued() - before, what + ": launches (x's quantize and the glu, or the multi GEMV and silu_mul)");
+                float[] got = b.read(out);
+                b.matmulEach(x, List.of(gate.w(), up.w()), List.of(g2, u2));
+                b.siluMul(g2, u2, plain);
+                double e = nmse(got, b.read(plain));
+                if (fused) assertTrue(e <= TWIN_NMSE, what + ": NMSE " + e + " against matmulEach and siluMul");
+                else assertArrayEquals(b.read(plain), got, what + ": matmulEach and siluMul");
+                if (n > 1) continue;   // (a batch's product is the tensor-core GEMV's, checked elsewhere)
+                float[] xr = x16Rounded(b.read(x)), gr = reference(gate.dense(), rows, cols, xr, n), ur = reference(up.dense(), rows, cols, xr, n);
+                float[] want = new float[n * rows];
+                for (int i = 0; i < want.length; i++) want[i] = (float) (gr[i] / (1 + Math.exp(-gr[i])) * ur[i]);
+                e = nmse(got, want);
+                assertTrue(e <= GEMV_NMSE, what + ": NMSE " + e + " against silu(g) u of the rounded x in double");
+                if (!fused || rows % 256 != 0) continue;
+                // the glu left out's 16-bit copy: the down GEMV is one launch, bit for bit the GEMV of out quantized again
+                Buffer y = b.allocate("y", 1, 64), y2 = b.allocate("y2", 1, 64);
+                b.siluGateUp(x, gate.w(), up.w(), g, u, out);
+                before = b.device.issued();
+                b.matmul(out, down.w(), y);
+                assertEquals(1, b.device.issued() - before, what + ": the down GEMV after the glu is one launch");
+                b.write(out, b.read(out), 0);
+                b.matmul(out, down.w(), y2);
+                assertArrayEquals(b.read(y2), b.read(y), what + ": the glu's x16 bytes are the quantizer's");
+                // out as the x of a second glu (its copy in the glu scratch: this one writes into the other)
+                Dense gate2 = Dense.random(b, "blk.1.ffn_gate.weight", kind, 64, rows, rnd), up2 = Dense.random(b, "blk.1.ffn_up.weight", kind, 64, rows, rnd);
+                Buffer a2 = b.allocate("a2", 1, 64), gg = b.allocate("gg", 1, 64), uu = b.allocate("uu", 1, 64), ref2 = b.allocate("ref2", 1, 64);
+                b.siluGateUp(out, gate2.w(), up2.w(), gg, uu, a2);   // (uploads its table)
+                b.siluGateUp(x, gate.w(), up.w(), g, u, out);
+                before = b.device.issued();
+                b.siluGateUp(out, gate2.w(), up2.w(), gg, uu, a2);
+                assertEquals(1, b.device.issued() - before, what + ": a glu of the last glu's output is one launch");
+                float[] chained = b.read(a2);
+                b.write(out, b.read(out), 0);
+                b.siluGateUp(out, gate2.w(), up2.w(), gg, uu, ref2);
+                assertArrayEquals(b.read(ref2), chained, what + ": the chained glu read the copy the first one wrote");
+            }
+        }
+    }
+
     /**
      * matmulEach of more x16 weights of one type than one launch takes (5 > GEMV_MULTI_MAX_PARTS): a _multi launch of
      * four and a GEMV of the fifth, all on one 16-bit copy of x, each output bit for bit its own matmul.
