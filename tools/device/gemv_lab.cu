@@ -1,7 +1,7 @@
 // GEMV lab: times batch-1 GEMV kernel variants on the shapes of a Llama-3.1-8B layer, over enough distinct
 // layers that the weights never sit in L2 (the way a decode step reads them), and checks each variant
 // against the reference twin (gemv_ref_*). Built and run on the GPU machine with its own nvcc:
-//   nvcc -O3 -std=c++17 -arch=sm_90 -I kernels/src/main/cuda -o /tmp/gemv_lab tools/device/gemv_lab.cu && /tmp/gemv_lab
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I kernels/src/main/cuda -o /tmp/gemv_lab tools/device/gemv_lab.cu -lcuda && /tmp/gemv_lab
 // It includes gemv.cu itself: "shipped" is the type's one-row GEMV as the runtime launches it (gemv_<t>, or
 // gemv_x16_quantize + gemv_x16_<t>: its row gives the time with the 4 quantize launches a layer, and without),
 // "staged"/"direct" gemv.cu's float kernels on each type (Q4_K and W4A16 through the generic decode there).
@@ -19,6 +19,7 @@
 #include <string>
 #include <functional>
 #include <cuda_runtime.h>
+#include <cuda.h>
 #include "gemv.cu"
 #include "elementwise.cu"
 
@@ -779,6 +780,48 @@ int main(int argc, char** argv) {
         if (t == "q6_K") more = glu_vars<WT_Q6_K, Q6kItem>();
         if (t == "q5_K") more = glu_vars<WT_Q5_K, Q5kItem>();
         for (auto& m : more) vs.push_back({m.first, m.second.first, m.second.second});
+        // GLU_PTX=file: the same kernels from a PTX module as the runtime loads it (NVRTC 12.9's compute_70 PTX, the driver's
+        // JIT), e.g. entries cut from the kernels build's gemv.ptx: gemv_x16_<t>_glu (block GLU_PTX_THREADS, default 512) and
+        // gemv_x16_<t>_multi, where the module has them
+        CUfunction ptxGlu = nullptr, ptxMulti = nullptr;
+        int ptxGluThreads = getenv("GLU_PTX_THREADS") ? atoi(getenv("GLU_PTX_THREADS")) : 512;
+        if (const char* path = getenv("GLU_PTX")) {
+            FILE* f = fopen(path, "rb");
+            if (!f) { printf("GLU_PTX: cannot read %s\n", path); return 1; }
+            std::string text;
+            char buf[65536];
+            for (size_t r; (r = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, r);
+            fclose(f);
+            CUmodule mod;
+            CUresult e = cuModuleLoadData(&mod, text.c_str());
+            if (e != CUDA_SUCCESS) { printf("GLU_PTX: cuModuleLoadData %d\n", (int) e); return 1; }
+            if (cuModuleGetFunction(&ptxGlu, mod, ("gemv_x16_" + t + "_glu").c_str()) != CUDA_SUCCESS) ptxGlu = nullptr;
+            if (cuModuleGetFunction(&ptxMulti, mod, ("gemv_x16_" + t + "_multi").c_str()) != CUDA_SUCCESS) ptxMulti = nullptr;
+            for (CUfunction fn : {ptxGlu, ptxMulti}) {
+                if (!fn) continue;
+                int regs = 0, local = 0;
+                cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
+                cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn);
+                printf("GLU_PTX %s: %s JIT-compiled: %d registers, %d bytes local\n", path, fn == ptxGlu ? "glu" : "multi", regs, local);
+            }
+        }
+        auto ptxGluLaunch = [&](int l) {
+            const GemvPart* pp = parts + 2 * l;
+            int cols = H;
+            const unsigned char* q = xq;
+            float* a = act;
+            unsigned char* o = x16b;
+            void* args[] = {&pp, &cols, &q, &a, &o};
+            cuLaunchKernel(ptxGlu, I / 32, 1, 1, ptxGluThreads, 1, 1, 0, s, args, nullptr);
+        };
+        auto ptxMultiLaunch = [&](int l) {
+            const GemvPart* pp = parts + 2 * l;
+            int np = 2, cols = H, n = 1;
+            const unsigned char* q = xq;
+            void* args[] = {&pp, &np, &cols, &q, &n};
+            cuLaunchKernel(ptxMulti, multiBlocks, 1, 1, GEMV_X16_THREADS, 1, 1, 0, s, args, nullptr);
+            silu_mul<<<(I + 255) / 256, 256, 0, s>>>(g, u, act, I, x16a, I);
+        };
         if (t == "q4_K") vs.push_back({"glu_unit block 128, R4 T8 U2", glu_unit<128, 4, 8, 2>, 128});
         // each variant's activations and x16 against the runtime's (layer 0)
         shipped(0);
@@ -813,6 +856,11 @@ int main(int argc, char** argv) {
             v.k<<<I / 32, v.block, 0, s>>>(parts, H, xq, act, x16b);
             check(v.name.c_str());
         }
+        if (ptxGlu) {
+            CK(cudaMemsetAsync(x16b, 0, x16Bytes(I), s));
+            ptxGluLaunch(0);
+            check("GLU_PTX's glu");
+        }
         printf("| variant | gate/up (+ silu) us | + down us | FFN GB/s |\n|---|---|---|---|\n");
         auto row = [&](const std::string& name, std::function<void(int)> f) {
             float a = time_graph(s, e0, e1, [&] { for (int l = 0; l < LAYERS; l++) f(l); }) * 1e3f / LAYERS;
@@ -827,6 +875,8 @@ int main(int argc, char** argv) {
                     glu_ticket<<<I, GEMV_X16_THREADS, 0, s>>>(parts + 2 * l, H, xq, g, u, tickets, act, x16b);
                 });
             for (const V& v : vs) row(v.name, [&](int l) { v.k<<<I / 32, v.block, 0, s>>>(parts + 2 * l, H, xq, act, x16b); });
+            if (ptxMulti) row("GLU_PTX's gemv_x16_" + t + "_multi (driver JIT) + silu_mul", ptxMultiLaunch);
+            if (ptxGlu) row("GLU_PTX's gemv_x16_" + t + "_glu (driver JIT)", ptxGluLaunch);
         }
         CK(cudaGetLastError());
         return 0;

@@ -231,7 +231,7 @@ for s in $STEPS; do
           if [ "$v" != - ]; then for d in ${v//,/ }; do flags+=("-D$d"); done; fi
           rm -f /tmp/gemv_lab$vi
           timeout 300 "$NVCC" -O3 -std=c++17 -arch=sm_90 ${flags[@]+"${flags[@]}"} -I kernels/src/main/cuda -o /tmp/gemv_lab$vi \
-            tools/device/gemv_lab.cu > "$LOGS/lab-build$vi.log" 2>&1 &
+            tools/device/gemv_lab.cu -lcuda > "$LOGS/lab-build$vi.log" 2>&1 &
           pids+=($!)
           vi=$((vi + 1))
         done
