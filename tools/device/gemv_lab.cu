@@ -781,10 +781,10 @@ int main(int argc, char** argv) {
         if (t == "q5_K") more = glu_vars<WT_Q5_K, Q5kItem>();
         for (auto& m : more) vs.push_back({m.first, m.second.first, m.second.second});
         // GLU_PTX=file: the same kernels from a PTX module as the runtime loads it (NVRTC 12.9's compute_70 PTX, the driver's
-        // JIT), e.g. entries cut from the kernels build's gemv.ptx: gemv_x16_<t>_glu (block GLU_PTX_THREADS, default 512) and
-        // gemv_x16_<t>_multi, where the module has them
+        // JIT), e.g. entries cut from the kernels build's gemv.ptx by tools/device/PtxCut.java: gemv_x16_<t>_glu (a block of its
+        // __launch_bounds__ threads, or GLU_PTX_THREADS) and gemv_x16_<t>_multi, where the module has them
         CUfunction ptxGlu = nullptr, ptxMulti = nullptr;
-        int ptxGluThreads = getenv("GLU_PTX_THREADS") ? atoi(getenv("GLU_PTX_THREADS")) : 512;
+        int ptxGluThreads = getenv("GLU_PTX_THREADS") ? atoi(getenv("GLU_PTX_THREADS")) : 0;
         if (const char* path = getenv("GLU_PTX")) {
             FILE* f = fopen(path, "rb");
             if (!f) { printf("GLU_PTX: cannot read %s\n", path); return 1; }
@@ -804,6 +804,7 @@ int main(int argc, char** argv) {
                 cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn);
                 printf("GLU_PTX %s: %s JIT-compiled: %d registers, %d bytes local\n", path, fn == ptxGlu ? "glu" : "multi", regs, local);
             }
+            if (ptxGlu && ptxGluThreads == 0) cuFuncGetAttribute(&ptxGluThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, ptxGlu);
         }
         auto ptxGluLaunch = [&](int l) {
             const GemvPart* pp = parts + 2 * l;
@@ -812,14 +813,16 @@ int main(int argc, char** argv) {
             float* a = act;
             unsigned char* o = x16b;
             void* args[] = {&pp, &cols, &q, &a, &o};
-            cuLaunchKernel(ptxGlu, I / 32, 1, 1, ptxGluThreads, 1, 1, 0, s, args, nullptr);
+            CUresult e = cuLaunchKernel(ptxGlu, I / 32, 1, 1, ptxGluThreads, 1, 1, 0, s, args, nullptr);
+            if (e != CUDA_SUCCESS) { printf("GLU_PTX: glu launch of %d threads: CUresult %d\n", ptxGluThreads, (int) e); exit(1); }
         };
         auto ptxMultiLaunch = [&](int l) {
             const GemvPart* pp = parts + 2 * l;
             int np = 2, cols = H, n = 1;
             const unsigned char* q = xq;
             void* args[] = {&pp, &np, &cols, &q, &n};
-            cuLaunchKernel(ptxMulti, multiBlocks, 1, 1, GEMV_X16_THREADS, 1, 1, 0, s, args, nullptr);
+            CUresult e = cuLaunchKernel(ptxMulti, multiBlocks, 1, 1, GEMV_X16_THREADS, 1, 1, 0, s, args, nullptr);
+            if (e != CUDA_SUCCESS) { printf("GLU_PTX: multi launch: CUresult %d\n", (int) e); exit(1); }
             silu_mul<<<(I + 255) / 256, 256, 0, s>>>(g, u, act, I, x16a, I);
         };
         if (t == "q4_K") vs.push_back({"glu_unit block 128, R4 T8 U2", glu_unit<128, 4, 8, 2>, 128});

@@ -1317,7 +1317,7 @@ static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelC
 // gate/up in a graph, us): Q4_K 26.8 (multi + silu_mul) -> 24.3 (TPR 16) / 24.6 (TPR 8), W4A16 22.2 -> 19.4 (TPR 8), Q5_K 30.7
 // -> 29.6 (TPR 16, U 2); slower at every TPR for Q8_0 (-> 39.3 at best) and Q6_K (-> 57.6), whose 2-byte-aligned word loads
 // want the 64-lane rows. In the runtime (this PTX through the driver's JIT, ktrace of the 8B bench) only W4A16 kept its gain
-// (decode 412-420 -> 430-433 tok/s); Q4_K's glu took 26.8 (TPR 16) and 27.1 us (TPR 8) there, as long as the multi GEMV
+// (decode 412-421 -> 427-434 tok/s); Q4_K's glu took 26.8 (TPR 16) and 27.1 us (TPR 8) there, as long as the multi GEMV
 // and silu_mul it replaces (25.1 + 1.7), so Q4_K and the rest keep the two launches (KernelCatalog.gemvGluThreads). A ticket
 // a unit on the 2-row blocks instead (the last of a unit's 32 blocks makes it): Q4_K 32.3 in the lab.
 template <int T, class Q, int TPR, int U>

@@ -85,6 +85,23 @@ class KernelSourceMirrorTest {
      * 16, then from a 16-byte boundary a float4 per pair of 32-column units and half (an odd unit count rounded up) and a
      * float2 per unit.
      */
+    /**
+     * gemv_x16_*_glu takes its block size from its GEMV_GLU line (32 TPR threads, the two halves' row groups); the runtime
+     * launches KernelCatalog.gemvGluThreads: a smaller launch would leave the up half's sums unwritten.
+     */
+    @Test
+    void gluBlocksMirrorGemvCu() throws IOException {
+        Matcher m = Pattern.compile("(?m)^GEMV_GLU\\((\\w+), WT_\\w+, \\w+, (\\d+), (\\d+)\\)").matcher(Files.readString(CUDA.resolve("gemv.cu")));
+        Set<String> seen = new HashSet<>();
+        while (m.find()) {
+            seen.add(m.group(1));
+            assertEquals(32 * Integer.parseInt(m.group(2)), KernelCatalog.gemvGluThreads(m.group(1)), "GEMV_GLU(" + m.group(1) + ", ...) vs KernelCatalog.gemvGluThreads");
+        }
+        assertFalse(seen.isEmpty(), "no GEMV_GLU line in gemv.cu");
+        for (String t : KernelCatalog.allWeightSuffixes())
+            if (!seen.contains(t)) assertEquals(0, KernelCatalog.gemvGluThreads(t), t + " has no gemv_x16_" + t + "_glu in gemv.cu");
+    }
+
     @Test
     void x16RowsAreWholeSixteenByteMultiples() {
         for (long cols = 32; cols <= 8192; cols += 32) {

@@ -467,6 +467,8 @@ class CudaMatmulTest {
                 b.siluGateUp(x, gate.w(), up.w(), g, u, out);
                 assertEquals(fused ? 2 : 3, b.device.issued() - before, what + ": launches (x's quantize and the glu, or the multi GEMV and silu_mul)");
                 float[] got = b.read(out);
+                b.siluGateUp(x, gate.w(), up.w(), g, u, g);   // out = g, as the models call it
+                assertArrayEquals(got, b.read(g), what + ": out = g");
                 b.matmulEach(x, List.of(gate.w(), up.w()), List.of(g2, u2));
                 b.siluMul(g2, u2, plain);
                 double e = nmse(got, b.read(plain));
