@@ -480,15 +480,34 @@ struct KScales {
     int scA, mA, scB, mB;
     float d, dmin;
 };
+// K_SCALES_SELP=1 (a knob for the lab and the next measurement; default 0, the shipped PTX): the four selections as PTX
+// selp, opaque to NVVM. NVRTC 12.9 turns the ternaries below into a branch diamond between each (row, item)'s loads and
+// the next's, and the driver's JIT of that PTX issued a Q4_K glu's second row's weight loads only after the first row's
+// decode and dot (docs/BENCHMARKS.md, twenty-third session); untried on the GPU.
+#ifndef K_SCALES_SELP
+#define K_SCALES_SELP 0
+#endif
+__device__ __forceinline__ unsigned selp_u32(bool p, unsigned a, unsigned b) {
+    unsigned r;
+    asm("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %3, 0;\n\tselp.b32 %0, %1, %2, q;\n\t}" : "=r"(r) : "r"(a), "r"(b), "r"((unsigned) p));
+    return r;
+}
 __device__ __forceinline__ KScales k_scales(uint4 hd, int jj) {
     int sh = 16 * (jj & 1);
     unsigned e0 = hd.y >> sh, e4 = hd.z >> sh, e8 = hd.w >> sh;
     bool first = jj < 2;
     KScales k;
+#if K_SCALES_SELP
+    k.scA = (int) selp_u32(first, e0 & 63, (e8 & 15) | (((e0 >> 6) & 3) << 4));
+    k.scB = (int) selp_u32(first, (e0 >> 8) & 63, ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4));
+    k.mA = (int) selp_u32(first, e4 & 63, ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4));
+    k.mB = (int) selp_u32(first, (e4 >> 8) & 63, ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4));
+#else
     k.scA = first ? e0 & 63 : (e8 & 15) | (((e0 >> 6) & 3) << 4);
     k.scB = first ? (e0 >> 8) & 63 : ((e8 >> 8) & 15) | (((e0 >> 14) & 3) << 4);
     k.mA = first ? e4 & 63 : ((e8 >> 4) & 15) | (((e4 >> 6) & 3) << 4);
     k.mB = first ? (e4 >> 8) & 63 : ((e8 >> 12) & 15) | (((e4 >> 14) & 3) << 4);
+#endif
     k.d = h2f((h16) (hd.x & 0xffffu));
     k.dmin = h2f((h16) (hd.x >> 16));
     return k;
