@@ -11,6 +11,10 @@
 // The x16 rows also give the layer replayed as one CUDA graph (as the runtime runs a decode step; added in the sixth
 // session, not yet run): one-by-one launches are bound at ~4.2 us each by the launch rate.
 // Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K q5_K f16 (all) | prefetch | mma | diag | persist | smemx | glu [q4_K w4a16 q8_0 q6_K q5_K]]
+// Env: GEMV_PTX=file (the per-type tables: also the type's gemv_x16_<t> from that PTX module through the driver's JIT, as the
+// runtime runs it), GLU_PTX=file (the glu mode: gemv_x16_<t>_glu and _multi from it); tools/device/PtxCut.java cuts such a
+// module out of a kernels build's gemv.ptx. nvcc's own sm_90 build and the runtime's NVRTC PTX can differ (BENCHMARKS.md,
+// twenty-third session).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -1238,6 +1242,44 @@ int main(int argc, char** argv) {
                 printf("| %s (x16; %.1f without the 4 quantize launches; in a graph %.1f, %.1f without: %.0f GB/s) | %.1f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1e |\n",
                        v.name, bare, graphAll, graphBare, layerBytes / (graphBare / 1e6) / 1e9, all, layerBytes / (all / 1e6) / 1e9, qo / 2, kv / 2,
                        gu / 2, dn, worst);
+            }
+            // GEMV_PTX=file: the type's one-row gemv_x16_<t> from a PTX module through the driver's JIT, as the runtime runs it
+            // (e.g. cut from a kernels build by tools/device/PtxCut.java; twice with two builds, say K_SCALES_SELP 0 and 1)
+            if (const char* path = getenv("GEMV_PTX")) {
+                std::string text;
+                if (FILE* f = fopen(path, "rb")) {
+                    char buf[65536];
+                    for (size_t r; (r = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, r);
+                    fclose(f);
+                }
+                CUmodule mod;
+                CUfunction fn;
+                if (text.empty() || cuModuleLoadData(&mod, text.c_str()) != CUDA_SUCCESS
+                        || cuModuleGetFunction(&fn, mod, ("gemv_x16_" + t).c_str()) != CUDA_SUCCESS) {
+                    printf("GEMV_PTX %s: no gemv_x16_%s there\n", path, t.c_str());
+                } else {
+                    int regs = 0, local = 0, per = t == "q6_K" ? GEMV_X16_WIDE_ROWS : GEMV_X16_ROWS;
+                    cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
+                    cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn);
+                    auto run = [&](const Mat& m) {
+                        const unsigned char* d = m.data;
+                        i64 rb = m.rowBytes;
+                        int cols = m.cols, groups = m.groups, shift = m.groupShift, n = 1, rows = m.rows;
+                        const h16* sc = m.scales;
+                        const unsigned char* z = m.zeros;
+                        const unsigned char* q = xq;
+                        float* yy = y;
+                        const float* add = nullptr;
+                        float scale = 1.f;
+                        void* args[] = {&d, &rb, &cols, &sc, &z, &groups, &shift, &q, &n, &yy, &rows, &add, &scale};
+                        CUresult e = cuLaunchKernel(fn, (m.rows + per - 1) / per, 1, 1, GEMV_X16_THREADS, 1, 1, 0, s, args, nullptr);
+                        if (e != CUDA_SUCCESS) { printf("GEMV_PTX: launch: CUresult %d\n", (int) e); exit(1); }
+                    };
+                    double worst = vsTwin(mats, ref, quant, run);
+                    float graphBare = time_graph(s, e0, e1, [&] { for (int l = 0; l < LAYERS; l++) for (int i = 0; i < NS; i++) run(mats[l * NS + i]); }) * 1e3f / LAYERS;
+                    printf("| GEMV_PTX's gemv_x16_%s (driver JIT: %d registers, %d bytes local; in a graph without the quantize launches %.1f: %.0f GB/s) | - | - | - | - | - | - | %.1e |\n",
+                           t.c_str(), regs, local, graphBare, layerBytes / (graphBare / 1e6) / 1e9, worst);
+                }
             }
             cudaFree(xq);
         }
