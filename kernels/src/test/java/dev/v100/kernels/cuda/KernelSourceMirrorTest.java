@@ -81,11 +81,6 @@ class KernelSourceMirrorTest {
     }
 
     /**
-     * x16 rows start 16-byte aligned (the GEMVs' 16-byte loads) and hold their bytes: 2 per column, a float per 32 and per
-     * 16, then from a 16-byte boundary a float4 per pair of 32-column units and half (an odd unit count rounded up) and a
-     * float2 per unit.
-     */
-    /**
      * gemv_x16_*_glu takes its block size from its GEMV_GLU line (32 TPR threads, the two halves' row groups); the runtime
      * launches KernelCatalog.gemvGluThreads: a smaller launch would leave the up half's sums unwritten.
      */
@@ -102,6 +97,11 @@ class KernelSourceMirrorTest {
             if (!seen.contains(t)) assertEquals(0, KernelCatalog.gemvGluThreads(t), t + " has no gemv_x16_" + t + "_glu in gemv.cu");
     }
 
+    /**
+     * x16 rows start 16-byte aligned (the GEMVs' 16-byte loads) and hold their bytes: 2 per column, a float per 32 and per
+     * 16, then from a 16-byte boundary a float4 per pair of 32-column units and half (an odd unit count rounded up) and a
+     * float2 per unit.
+     */
     @Test
     void x16RowsAreWholeSixteenByteMultiples() {
         for (long cols = 32; cols <= 8192; cols += 32) {
