@@ -187,6 +187,28 @@ class DecoderModelTest {
         assertTrue(DecoderModel.MAX_SLOTS <= RankShard.LOGIT_ROWS, "a decode batch of every slot fits one group of logits");
     }
 
+    /**
+     * An untraced forward (the FFN through Backend.siluGateUp, the projections added into the residual in one op) gives the
+     * traced forward's logits (matmulEach, siluMul, matmul then add) bit for bit on the CPU, at tp 1 and 2.
+     */
+    @Test
+    void untracedForwardIsTheTracedOps() {
+        TestBundles.Spec s = TestBundles.Spec.llama(GgmlType.F32).withArch("qwen3").withFeatures(false, true);
+        Map<String, TestBundles.Full> w = TestBundles.randomWeights(s, 21);
+        for (int tp : new int[] {1, 2}) {
+            Path bundle = TestBundles.write(tmp.resolve("untraced-" + tp), s, w, tp, 1);
+            float[] plain, traced;
+            try (DecoderModel m = CpuModels.open(bundle, OPTS)) {
+                plain = m.forward(new int[] {3, 4, 5}, 0, true);
+            }
+            try (DecoderModel m = CpuModels.open(bundle, OPTS)) {
+                m.trace(p -> {});
+                traced = m.forward(new int[] {3, 4, 5}, 0, true);
+            }
+            assertArrayEquals(traced, plain, "tp " + tp);
+        }
+    }
+
     @Test
     void traceRecordsEveryStepAndTpSharesReassemble() {
         TestBundles.Spec s = TestBundles.Spec.llama(GgmlType.F32).withArch("qwen3").withFeatures(false, true);
