@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <string>
 #include <functional>
+#include <map>
 #include <cuda_runtime.h>
 #include <cuda.h>
 #include "gemv.cu"
@@ -544,6 +545,33 @@ static Mat make(const std::string& t, int rows, int cols, unsigned seed) {
     return m;
 }
 
+// A kernel from a PTX module file through the driver's JIT, as the runtime loads its kernels (GEMV_PTX, GLU_PTX): its
+// JIT'd registers and local memory printed; nullptr where the module lacks it. Exits where the file cannot be read or loaded.
+static CUfunction ptx_kernel(const char* path, const std::string& name) {
+    static std::map<std::string, CUmodule> loaded;
+    CUmodule& mod = loaded[path];
+    if (!mod) {
+        FILE* f = fopen(path, "rb");
+        if (!f) { printf("%s: cannot read it\n", path); exit(1); }
+        std::string text;
+        char buf[65536];
+        for (size_t r; (r = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, r);
+        fclose(f);
+        CUresult e = cuModuleLoadData(&mod, text.c_str());
+        if (e != CUDA_SUCCESS) { printf("%s: cuModuleLoadData CUresult %d\n", path, (int) e); exit(1); }
+    }
+    CUfunction fn;
+    if (cuModuleGetFunction(&fn, mod, name.c_str()) != CUDA_SUCCESS) {
+        printf("%s: no %s there\n", path, name.c_str());
+        return nullptr;
+    }
+    int regs = 0, local = 0;
+    cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
+    cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn);
+    printf("%s: %s JIT-compiled: %d registers, %d bytes local\n", path, name.c_str(), regs, local);
+    return fn;
+}
+
 // The launches issue() makes on s, captured once as a CUDA graph and replayed (as the runtime replays a decode
 // step: a launch costs ~0.5-2 us there against ~4.2 us one by one, tools/device/graph_lab.cu): best of 5, ms.
 template <class F>
@@ -790,24 +818,8 @@ int main(int argc, char** argv) {
         CUfunction ptxGlu = nullptr, ptxMulti = nullptr;
         int ptxGluThreads = getenv("GLU_PTX_THREADS") ? atoi(getenv("GLU_PTX_THREADS")) : 0;
         if (const char* path = getenv("GLU_PTX")) {
-            FILE* f = fopen(path, "rb");
-            if (!f) { printf("GLU_PTX: cannot read %s\n", path); return 1; }
-            std::string text;
-            char buf[65536];
-            for (size_t r; (r = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, r);
-            fclose(f);
-            CUmodule mod;
-            CUresult e = cuModuleLoadData(&mod, text.c_str());
-            if (e != CUDA_SUCCESS) { printf("GLU_PTX: cuModuleLoadData %d\n", (int) e); return 1; }
-            if (cuModuleGetFunction(&ptxGlu, mod, ("gemv_x16_" + t + "_glu").c_str()) != CUDA_SUCCESS) ptxGlu = nullptr;
-            if (cuModuleGetFunction(&ptxMulti, mod, ("gemv_x16_" + t + "_multi").c_str()) != CUDA_SUCCESS) ptxMulti = nullptr;
-            for (CUfunction fn : {ptxGlu, ptxMulti}) {
-                if (!fn) continue;
-                int regs = 0, local = 0;
-                cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
-                cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn);
-                printf("GLU_PTX %s: %s JIT-compiled: %d registers, %d bytes local\n", path, fn == ptxGlu ? "glu" : "multi", regs, local);
-            }
+            ptxGlu = ptx_kernel(path, "gemv_x16_" + t + "_glu");
+            ptxMulti = ptx_kernel(path, "gemv_x16_" + t + "_multi");
             if (ptxGlu && ptxGluThreads == 0) cuFuncGetAttribute(&ptxGluThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, ptxGlu);
         }
         auto ptxGluLaunch = [&](int l) {
@@ -1245,41 +1257,27 @@ int main(int argc, char** argv) {
             }
             // GEMV_PTX=file: the type's one-row gemv_x16_<t> from a PTX module through the driver's JIT, as the runtime runs it
             // (e.g. cut from a kernels build by tools/device/PtxCut.java; twice with two builds, say K_SCALES_SELP 0 and 1)
-            if (const char* path = getenv("GEMV_PTX")) {
-                std::string text;
-                if (FILE* f = fopen(path, "rb")) {
-                    char buf[65536];
-                    for (size_t r; (r = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, r);
-                    fclose(f);
-                }
-                CUmodule mod;
-                CUfunction fn;
-                if (text.empty() || cuModuleLoadData(&mod, text.c_str()) != CUDA_SUCCESS
-                        || cuModuleGetFunction(&fn, mod, ("gemv_x16_" + t).c_str()) != CUDA_SUCCESS) {
-                    printf("GEMV_PTX %s: no gemv_x16_%s there\n", path, t.c_str());
-                } else {
-                    int regs = 0, local = 0, per = t == "q6_K" ? GEMV_X16_WIDE_ROWS : GEMV_X16_ROWS;
-                    cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
-                    cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn);
-                    auto run = [&](const Mat& m) {
-                        const unsigned char* d = m.data;
-                        i64 rb = m.rowBytes;
-                        int cols = m.cols, groups = m.groups, shift = m.groupShift, n = 1, rows = m.rows;
-                        const h16* sc = m.scales;
-                        const unsigned char* z = m.zeros;
-                        const unsigned char* q = xq;
-                        float* yy = y;
-                        const float* add = nullptr;
-                        float scale = 1.f;
-                        void* args[] = {&d, &rb, &cols, &sc, &z, &groups, &shift, &q, &n, &yy, &rows, &add, &scale};
-                        CUresult e = cuLaunchKernel(fn, (m.rows + per - 1) / per, 1, 1, GEMV_X16_THREADS, 1, 1, 0, s, args, nullptr);
-                        if (e != CUDA_SUCCESS) { printf("GEMV_PTX: launch: CUresult %d\n", (int) e); exit(1); }
-                    };
-                    double worst = vsTwin(mats, ref, quant, run);
-                    float graphBare = time_graph(s, e0, e1, [&] { for (int l = 0; l < LAYERS; l++) for (int i = 0; i < NS; i++) run(mats[l * NS + i]); }) * 1e3f / LAYERS;
-                    printf("| GEMV_PTX's gemv_x16_%s (driver JIT: %d registers, %d bytes local; in a graph without the quantize launches %.1f: %.0f GB/s) | - | - | - | - | - | - | %.1e |\n",
-                           t.c_str(), regs, local, graphBare, layerBytes / (graphBare / 1e6) / 1e9, worst);
-                }
+            const char* path = getenv("GEMV_PTX");
+            if (CUfunction fn = path ? ptx_kernel(path, "gemv_x16_" + t) : nullptr) {
+                int per = t == "q6_K" ? GEMV_X16_WIDE_ROWS : GEMV_X16_ROWS;
+                auto run = [&](const Mat& m) {
+                    const unsigned char* d = m.data;
+                    i64 rb = m.rowBytes;
+                    int cols = m.cols, groups = m.groups, shift = m.groupShift, n = 1, rows = m.rows;
+                    const h16* sc = m.scales;
+                    const unsigned char* z = m.zeros;
+                    const unsigned char* q = xq;
+                    float* yy = y;
+                    const float* add = nullptr;
+                    float scale = 1.f;
+                    void* args[] = {&d, &rb, &cols, &sc, &z, &groups, &shift, &q, &n, &yy, &rows, &add, &scale};
+                    CUresult e = cuLaunchKernel(fn, (m.rows + per - 1) / per, 1, 1, GEMV_X16_THREADS, 1, 1, 0, s, args, nullptr);
+                    if (e != CUDA_SUCCESS) { printf("GEMV_PTX: launch: CUresult %d\n", (int) e); exit(1); }
+                };
+                double worst = vsTwin(mats, ref, quant, run);
+                float graphBare = time_graph(s, e0, e1, [&] { for (int l = 0; l < LAYERS; l++) for (int i = 0; i < NS; i++) run(mats[l * NS + i]); }) * 1e3f / LAYERS;
+                printf("| GEMV_PTX's gemv_x16_%s (driver JIT; in a graph without the quantize launches %.1f: %.0f GB/s) | - | - | - | - | - | - | %.1e |\n",
+                       t.c_str(), graphBare, layerBytes / (graphBare / 1e6) / 1e9, worst);
             }
             cudaFree(xq);
         }
