@@ -480,12 +480,15 @@ struct KScales {
     int scA, mA, scB, mB;
     float d, dmin;
 };
-// K_SCALES_SELP=1 (a knob for the lab and the next measurement; default 0, the shipped PTX): the four selections as PTX
-// selp, opaque to NVVM. NVRTC 12.9 turns the ternaries below into a branch diamond between each (row, item)'s loads and
-// the next's, and the driver's JIT of that PTX issued a Q4_K glu's second row's weight loads only after the first row's
-// decode and dot (docs/BENCHMARKS.md, twenty-third session); untried on the GPU.
+// K_SCALES_SELP (default 1; 0 builds the ternaries, a knob for the lab): the four selections as PTX selp, opaque to NVVM.
+// NVRTC 12.9 turns the ternaries into a branch diamond between each (row, item)'s loads and the next's, and the driver's
+// JIT of that PTX issued a second row's weight loads only after the first row's decode and dot. Branch-free, on one
+// H200 through the JIT (docs/BENCHMARKS.md, twenty-fourth session): gemv_x16_q5_K 76.4 -> 64.5 us an 8B layer,
+// gemv_x16_q4_K_multi + silu_mul 26.7 -> 24.4, the Q4_K glu 26.8 -> 23.6; gemv_x16_q4_K unchanged. sm_70's ptxas gives
+// gemv_x16_q4_K a 4-byte spill and some Q4_K/Q5_K expert and multi kernels 71-72 registers with it (kernels.tsv; no V100
+// measured either way).
 #ifndef K_SCALES_SELP
-#define K_SCALES_SELP 0
+#define K_SCALES_SELP 1
 #endif
 __device__ __forceinline__ unsigned selp_u32(bool p, unsigned a, unsigned b) {
     unsigned r;
@@ -1337,8 +1340,10 @@ static_assert(sizeof(GemvPart) == GEMV_PART_BYTES, "GemvPart's layout is KernelC
 // -> 29.6 (TPR 16, U 2); slower at every TPR for Q8_0 (-> 39.3 at best) and Q6_K (-> 57.6), whose 2-byte-aligned word loads
 // want the 64-lane rows. In the runtime (this PTX through the driver's JIT, ktrace of the 8B bench) only W4A16 kept its gain
 // (decode 412-421 -> 427-434 tok/s); Q4_K's glu took 26.8 (TPR 16) and 27.1 us (TPR 8) there, as long as the multi GEMV
-// and silu_mul it replaces (25.1 + 1.7), so Q4_K and the rest keep the two launches (KernelCatalog.gemvGluThreads). A ticket
-// a unit on the 2-row blocks instead (the last of a unit's 32 blocks makes it): Q4_K 32.3 in the lab.
+// and silu_mul it replaces (25.1 + 1.7). The cause was NVRTC's branches in k_scales (K_SCALES_SELP above); with selp the
+// Q4_K glu takes 23.6 us through the JIT against 24.4 for the multi GEMV and silu_mul (twenty-fourth session), so Q4_K runs
+// it too (KernelCatalog.gemvGluThreads). A ticket a unit on the 2-row blocks instead (the last of a unit's 32 blocks makes
+// it): Q4_K 32.3 in the lab.
 template <int T, class Q, int TPR, int U>
 __device__ __forceinline__ void gemv_glu_impl(const GemvPart* parts, int cols, const unsigned char* xq, float* act, unsigned char* x16) {
     const int R = 2, BLOCK = 32 * TPR;   // 64 / TPR groups a half, 2 rows each
@@ -1459,7 +1464,8 @@ GEMV_X16(q6_K, WT_Q6_K, Q6kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 
 // gemv_x16_<t>_glu (above) where it measured faster in the runtime: TPR lanes a row group (a block of 32 TPR threads), U items at once;
-// KernelCatalog.gemvGluThreads mirrors the blocks. At least 1024 threads an SM resident (at most 64 registers, as the
+// KernelCatalog.gemvGluThreads mirrors the blocks. Q4_K gains with K_SCALES_SELP only (NVRTC's branches made its glu as
+// slow as the two launches); Q5_K's glu measured slower than its multi GEMV + silu_mul with it (the JIT spills it). At least 1024 threads an SM resident (at most 64 registers, as the
 // one-row GEMVs: NVRTC 12.9 gave the Q4_K form 72 for sm_70 otherwise, one 512-thread block a V100 SM).
 #define GEMV_GLU(SUFFIX, T, ITEM, TPR, U)                                                                                      \
     extern "C" __global__ void __launch_bounds__(32 * TPR, 32 / TPR) gemv_x16_##SUFFIX##_glu(const GemvPart* parts, int cols,  \
@@ -1468,6 +1474,7 @@ GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
         gemv_glu_impl<T, ITEM, TPR, U>(parts, cols, xq, act, x16);                                                            \
     }
 GEMV_GLU(w4a16, WT_W4A16, W4a16Item, 8, 1)
+GEMV_GLU(q4_K, WT_Q4_K, Q4kItem, 16, 1)
 
 // ---- Decode batches (2..8 token rows) on the tensor cores: Q4_K, Q5_K, Q6_K, Q4_0, Q3_K, Q2_K, W4A16, F16 (gemv8_mma_<t>, _multi) -
 // gemv8_x16_q4_K costs ~7 thread instructions a weight at 8 token rows (two dp4a per 4 weights and token row, each

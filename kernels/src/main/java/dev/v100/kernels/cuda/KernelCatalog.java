@@ -388,12 +388,16 @@ public final class KernelCatalog {
 
     /**
      * Threads a block of gemv_x16_{suffix}_glu (gemv.cu: one token row's gate and up, silu·mul and the down GEMV's x16 in one
-     * launch, a block a 32-row unit, row groups of threads / 32 lanes), or 0 where the type has none. W4A16 only: the one type
-     * where it measured faster than gemv_x16_*_multi and silu_mul in the runtime (Q4_K gained in the lab only; Q8_0 and Q6_K
-     * measured slower; gemv.cu and docs/BENCHMARKS.md have the numbers).
+     * launch, a block a 32-row unit, row groups of threads / 32 lanes), or 0 where the type has none. W4A16 and Q4_K: the types
+     * where it measured faster than gemv_x16_*_multi and silu_mul in the runtime (Q5_K, Q8_0 and Q6_K measured slower;
+     * gemv.cu and docs/BENCHMARKS.md have the numbers).
      */
     public static int gemvGluThreads(String suffix) {
-        return suffix.equals(W4A16_SUFFIX) ? 32 * 8 : 0;
+        return switch (suffix) {
+            case W4A16_SUFFIX -> 32 * 8;
+            case "q4_K" -> 32 * 16;
+            default -> 0;
+        };
     }
 
     /**

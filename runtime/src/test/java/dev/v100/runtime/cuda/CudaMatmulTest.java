@@ -440,7 +440,7 @@ class CudaMatmulTest {
     }
 
     /**
-     * siluGateUp of one token row through gate and up of a gemv_x16_*_glu type (W4A16; rows a multiple of 32) is one
+     * siluGateUp of one token row through gate and up of a gemv_x16_*_glu type (W4A16, Q4_K; rows a multiple of 32) is one
      * launch after x's quantize: silu(g) u of the product of x's rounded values (the same values as matmulEach and siluMul up to
      * fp32's order of the sums), and it leaves out's 16-bit copy: the down GEMV that follows is one launch, bit for bit the GEMV
      * after out is quantized again. A glu output that is the next glu's x (its copy in the other scratch) works as well. Other
