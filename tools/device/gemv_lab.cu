@@ -774,7 +774,7 @@ int main(int argc, char** argv) {
 #define GLU_SHIPPED(SUF, TPR) if (t == #SUF) glu = gemv_x16_##SUF##_glu, gluTpr = TPR;
         GLU_TYPE(q4_K, GEMV_X16_ROWS) GLU_TYPE(w4a16, GEMV_X16_ROWS) GLU_TYPE(q8_0, GEMV_X16_ROWS) GLU_TYPE(q6_K, GEMV_X16_WIDE_ROWS)
         GLU_TYPE(q5_K, GEMV_X16_ROWS)
-        GLU_SHIPPED(w4a16, 8)   // (gemv.cu's GEMV_GLU lines; the other types' forms are glu_var below)
+        GLU_SHIPPED(w4a16, 8) GLU_SHIPPED(q4_K, 16)   // (gemv.cu's GEMV_GLU lines; the other types' forms are glu_var below)
         if (!multi) { printf("glu: no type %s\n", t.c_str()); return 1; }
         unsigned char *xq, *x16a, *x16b;
         float *g, *u, *act, *actRef, *out;
