@@ -43,7 +43,7 @@ import static org.bytedeco.cuda.global.nvrtc.*;
  * dynamic linker is satisfied; NVRTC itself never calls the driver.
  *
  * <p>Usage: {@code PtxCompiler SRC_DIR OUT_DIR STUB_DIR}. Skips the work when OUT_DIR's manifest
- * already records the hash of the same sources and options.
+ * already records the hash of the same sources and options; a build that fails leaves no manifest.
  */
 public final class PtxCompiler {
     /** NVRTC options shared by both compiles; the kernels include no toolkit headers (none needed at build time). */
@@ -89,6 +89,10 @@ public final class PtxCompiler {
             System.out.println("[v100 kernels] up to date (" + units.size() + " modules, sources " + hash.substring(0, 12) + ")");
             return;
         }
+        // the manifest is what says the modules beside it are these sources' build: gone until this build has written them
+        // all and passed every check (a failed build left its modules under the old manifest, and going back to the old
+        // sources then found them "up to date")
+        Files.deleteIfExists(manifestFile);
         loadNvrtc(stubDir);
         IntPointer maj = new IntPointer(1), min = new IntPointer(1);
         nvrtcVersion(maj, min);

@@ -58,6 +58,25 @@ class KernelBuildTest {
         }
     }
 
+    /**
+     * A kernel build that fails (here: a kernel KernelCatalog does not list) leaves no manifest, so the next build compiles
+     * again. Before, it left its modules beside the previous build's manifest, and a build of the previous sources found
+     * them "up to date" and packaged the failed build's PTX.
+     */
+    @Test
+    void aFailedBuildLeavesNoManifestToTrust(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path src = java.nio.file.Files.createDirectories(dir.resolve("src")), out = dir.resolve("out");
+        java.nio.file.Files.writeString(src.resolve("stray.cu"), "extern \"C\" __global__ void stray_kernel_not_in_the_catalog(int* p) { *p = 1; }\n");
+        java.nio.file.Files.createDirectories(out);
+        java.nio.file.Path manifest = out.resolve(KernelManifest.FILE);
+        java.nio.file.Files.writeString(manifest, KernelManifest.load().write());   // an earlier build's
+        PtxCompiler.KernelBuildException e = assertThrows(PtxCompiler.KernelBuildException.class,
+                () -> PtxCompiler.run(src, out, dir.resolve("stub")));
+        assertTrue(e.getMessage().contains("stray_kernel_not_in_the_catalog") && e.getMessage().contains("KernelCatalog"), e.getMessage());
+        assertTrue(java.nio.file.Files.exists(out.resolve("stray.ptx")), "the module was compiled before the check failed");
+        assertFalse(java.nio.file.Files.exists(manifest), "a failed build leaves no manifest");
+    }
+
     @Test
     void parsesPtxasVerboseOutput() throws Exception {
         String log = """
