@@ -1464,8 +1464,9 @@ GEMV_X16(q6_K, WT_Q6_K, Q6kItem, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 GEMV_X16(w4a16, WT_W4A16, W4a16Item, (GEMV_X16_THREADS), (GEMV_X16_THREADS))
 
 // gemv_x16_<t>_glu (above) where it measured faster in the runtime: TPR lanes a row group (a block of 32 TPR threads), U items at once;
-// KernelCatalog.gemvGluThreads mirrors the blocks. Q4_K gains with K_SCALES_SELP only (NVRTC's branches made its glu as
-// slow as the two launches); Q5_K's glu measured slower than its multi GEMV + silu_mul with it (the JIT spills it). At least 1024 threads an SM resident (at most 64 registers, as the
+// KernelCatalog.gemvGluThreads mirrors the blocks. Q4_K's glu gains with K_SCALES_SELP only (NVRTC's branches made it as
+// slow as the two launches; with selp 23.6 against 24.4 us through the JIT, lab); Q5_K's measured slower than its multi
+// GEMV + silu_mul with selp at U 1 (30.0 against 28.8) and U 2 (the JIT spills it). At least 1024 threads an SM resident (at most 64 registers, as the
 // one-row GEMVs: NVRTC 12.9 gave the Q4_K form 72 for sm_70 otherwise, one 512-thread block a V100 SM).
 #define GEMV_GLU(SUFFIX, T, ITEM, TPR, U)                                                                                      \
     extern "C" __global__ void __launch_bounds__(32 * TPR, 32 / TPR) gemv_x16_##SUFFIX##_glu(const GemvPart* parts, int cols,  \

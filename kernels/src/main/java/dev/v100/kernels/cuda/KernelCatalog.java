@@ -389,8 +389,9 @@ public final class KernelCatalog {
     /**
      * Threads a block of gemv_x16_{suffix}_glu (gemv.cu: one token row's gate and up, silu·mul and the down GEMV's x16 in one
      * launch, a block a 32-row unit, row groups of threads / 32 lanes), or 0 where the type has none. W4A16 and Q4_K: the types
-     * where it measured faster than gemv_x16_*_multi and silu_mul in the runtime (Q5_K, Q8_0 and Q6_K measured slower;
-     * gemv.cu and docs/BENCHMARKS.md have the numbers).
+     * where it measured faster than gemv_x16_*_multi and silu_mul (W4A16 in a runtime A/B; Q4_K in the lab through the
+     * driver's JIT, its runtime A/B together with K_SCALES_SELP); Q5_K, Q8_0 and Q6_K measured slower (gemv.cu and
+     * docs/BENCHMARKS.md have the numbers).
      */
     public static int gemvGluThreads(String suffix) {
         return switch (suffix) {

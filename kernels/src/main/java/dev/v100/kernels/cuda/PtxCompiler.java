@@ -85,7 +85,7 @@ public final class PtxCompiler {
         if (units.isEmpty()) throw new KernelBuildException("no .cu sources in " + srcDir);
         String hash = sourceHash(units, headers);
         Path manifestFile = outDir.resolve(KernelManifest.FILE);
-        if (Files.exists(manifestFile) && hash.equals(builtHash(manifestFile))) {
+        if (hash.equals(builtHash(manifestFile))) {
             System.out.println("[v100 kernels] up to date (" + units.size() + " modules, sources " + hash.substring(0, 12) + ")");
             return;
         }
@@ -151,10 +151,12 @@ public final class PtxCompiler {
         System.out.print(m.table());
     }
 
-    /** The source hash of the manifest a previous build wrote, or null where it is of an older format (rebuild). */
+    /** The source hash of the manifest a previous build wrote, or null where there is none or it is of an older format (rebuild). */
     private static String builtHash(Path manifestFile) throws IOException {
         try {
             return KernelManifest.read(Files.readString(manifestFile)).sourceHash();
+        } catch (java.nio.file.NoSuchFileException none) {
+            return null;
         } catch (IllegalArgumentException olderFormat) {
             return null;
         }
