@@ -5,7 +5,7 @@ import java.nio.file.Path;
 
 /**
  * Cuts kernels out of a built PTX module into a small module of their own (the module-scope text and those entries), for
- * the GEMV lab's GLU_PTX (gemv_lab.cu: time a kernel as the runtime loads it, NVRTC 12.9's compute_70 PTX through the
+ * the GEMV lab's GEMV_PTX and GLU_PTX (gemv_lab.cu: time a kernel as the runtime loads it, NVRTC 12.9's compute_70 PTX through the
  * driver's JIT, beside nvcc's own sm_90 build of the same source). Run with the kernels module built:
  * <pre>
  *   java -cp kernels/target/classes tools/device/PtxCut.java kernels/target/classes/dev/v100/kernels/cuda/ptx/gemv.ptx \

@@ -155,9 +155,7 @@ public final class PtxCompiler {
     private static String builtHash(Path manifestFile) throws IOException {
         try {
             return KernelManifest.read(Files.readString(manifestFile)).sourceHash();
-        } catch (java.nio.file.NoSuchFileException none) {
-            return null;
-        } catch (IllegalArgumentException olderFormat) {
+        } catch (java.nio.file.NoSuchFileException | IllegalArgumentException noneOrOlderFormat) {
             return null;
         }
     }
