@@ -10,7 +10,8 @@
 // (docs/BENCHMARKS.md): the shipped R2 T64 layout stayed, Q4_K took U = 2.
 // The x16 rows also give the layer replayed as one CUDA graph (as the runtime runs a decode step; added in the sixth
 // session, not yet run): one-by-one launches are bound at ~4.2 us each by the launch rate.
-// Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K q5_K f16 (all) | prefetch | mma | diag | persist | smemx | glu [q4_K w4a16 q8_0 q6_K q5_K]]
+// Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K q5_K f16 (all) | prefetch | mma | diag | persist | smemx | glu [q4_K w4a16 q8_0 q6_K q5_K]
+//        | norm [q4_K w4a16] | prenorm]
 // Env: GEMV_PTX=file (the per-type tables: also the type's gemv_x16_<t> from that PTX module through the driver's JIT, as the
 // runtime runs it), GLU_PTX=file (the glu mode: gemv_x16_<t>_glu and _multi from it); tools/device/PtxCut.java cuts such a
 // module out of a kernels build's gemv.ptx. nvcc's own sm_90 build and the runtime's NVRTC PTX can differ (BENCHMARKS.md,
@@ -27,6 +28,7 @@
 #include <cuda.h>
 #include "gemv.cu"
 #include "elementwise.cu"
+#include "norm.cu"
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1); } } while (0)
 
@@ -232,6 +234,67 @@ static std::vector<std::pair<std::string, std::pair<GluKern, int>>> glu_vars() {
             {"TPR 8 U2", {glu_var<T, Q, 8, 2>, 256}}, {"TPR 16 U2", {glu_var<T, Q, 16, 2>, 512}}};
 }
 
+// ---- the FFN's RMSNorm deferred into the o GEMV and the glu (twenty-fifth session; `gemv_lab 8 norm`) ----
+// The runtime's layer: rmsnorm, q/k/v (multi), ..., o (gemv_x16_<t> adding into the residual), rmsnorm, glu, down (the
+// same). An x16 unit's bytes do not change when the whole row is scaled (its scale does), so o can write the next norm's
+// x16 of x g (unnormed) and each unit's sum of squares of x itself, a block a 32-row unit (R rows a group of TPR lanes, U
+// items at once), and the glu multiply its sums by 1 / rms (from the units' squares) before silu: no rmsnorm launch. Tried
+// in the runtime too (the ffn norm after o, twenty-fifth session): an 8B Q4_K layer 68.2 -> 66.9 us (ktrace), but a block a
+// unit makes hidden / 32 blocks of 1024 threads: 160 at the 27B's 5120, two waves on 132 SMs (27B decode 139 -> 134 tok/s),
+// and every 4096-wide model two waves on a V100's 80. Not shipped; docs/BENCHMARKS.md has the numbers.
+// 1 / rms of a K-element row from its units' sums of squares, as rmsnorm takes it (a whole warp; every lane gets it)
+__device__ __forceinline__ float lab_norm_inv(const float* norm, int K, float eps) {
+    float s = 0.f;
+    for (int i = threadIdx.x & 31; i < (K >> 5); i += 32) s += norm[i];
+    s = warp_sum(s);
+    return 1.f / sqrtf(s / (float) K + eps);
+}
+// acc += scale * (x W^T) for unit blockIdx.x's 32 rows, then the x16 of acc g and the unit's sum of squares of acc
+template <class Q, int R, int TPR, int U>
+__global__ void __launch_bounds__(32 / R * TPR) norm_var(WEIGHT_PARAMS, const unsigned char* xq, float* acc, int rows, float scale,
+                                                          const float* g, unsigned char* x16, float* norm) {
+    __shared__ float ys[32];
+    int j = blockIdx.x;
+    gemv_x16_rows_impl<Q, R, 1, TPR, U>(WEIGHT_VIEW, X16Rows{xq, 0, ys - 32 * (i64) j, nullptr, rows}, 1, rows, 32 * (i64) j, 1.f);
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        i64 r = 32 * (i64) j + threadIdx.x;
+        float v = acc[r] + scale * ys[threadIdx.x];   // (gemv_block_rows_out's)
+        acc[r] = v;
+        x16_store_unit(__fmul_rn(v, g[r]), j, rows, x16);
+        float ss = warp_sum(__fmul_rn(v, v));
+        if (threadIdx.x == 0) norm[j] = ss;
+    }
+}
+typedef void (*NormKern)(WEIGHT_PARAMS, const unsigned char*, float*, int, float, const float*, unsigned char*, float*);
+template <class Q>
+static std::vector<std::pair<std::string, std::pair<NormKern, int>>> norm_vars() {
+    return {{"R1 T32 U1", {norm_var<Q, 1, 32, 1>, 1024}}, {"R1 T32 U2", {norm_var<Q, 1, 32, 2>, 1024}}, {"R1 T32 U4", {norm_var<Q, 1, 32, 4>, 1024}},
+            {"R2 T32 U1", {norm_var<Q, 2, 32, 1>, 512}}, {"R2 T32 U2", {norm_var<Q, 2, 32, 2>, 512}}, {"R2 T16 U2", {norm_var<Q, 2, 16, 2>, 256}}};
+}
+// gemv.cu's gemv_glu_impl with the sums scaled by 1 / rms (the squares prefetched into L1 first)
+template <int T, class Q, int TPR, int U>
+__global__ void __launch_bounds__(32 * TPR, 32 / TPR) glu_norm(const GemvPart* parts, int cols, const unsigned char* xq, float* act,
+                                                                unsigned char* x16, const float* norm, float eps) {
+    const int BLOCK = 32 * TPR;
+    __shared__ float gu[64];
+    int j = blockIdx.x;
+    bool isUp = (int) threadIdx.x >= BLOCK / 2;
+    const GemvPart& p = parts[isUp ? 1 : 0];
+    WView w{p.data, p.rowBytes, cols, p.groups, p.groupShift, p.scales, p.zeros};
+    if ((int) threadIdx.x < ((cols >> 5) + 31) / 32) asm volatile("prefetch.global.L1 [%0];" : : "l"(norm + 32 * threadIdx.x));
+    gemv_x16_rows_impl<Q, 2, 1, TPR, U>(w, X16Rows{xq, 0, gu + (isUp ? 32 : 0) - 32 * (i64) j, nullptr, p.rows}, 1, p.rows,
+                                        32 * (i64) j - (isUp ? 32 : 0), 1.f);
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float inv = lab_norm_inv(norm, cols, eps);
+        float g = __fmul_rn(gu[threadIdx.x], inv), u = __fmul_rn(gu[32 + threadIdx.x], inv);
+        float v = g / (1.f + expf(-g)) * u;
+        act[32 * (i64) j + threadIdx.x] = v;
+        x16_store_unit(v, j, p.rows, x16);
+    }
+}
+
 // ---- x16 in shared memory, a persistent grid (twentieth session; `gemv_lab 8 smemx`) ----
 // The tenth session's parts: the shipped Q4_K kernel's loads alone take as long as the whole kernel (55.9 us an 8B layer
 // against 55.5), without its x16 loads it takes 48.8, and a streaming read of the same bytes 44.0. x16 goes through L1
@@ -287,6 +350,45 @@ static std::vector<SmemxVariant> smemx_variants() {
             {"smem x, B256 R2 T16 U2", smemx_q4k<256, 2, 16, 2, 4>, 256, 32},
             {"smem x, B512 R2 T32 U2", smemx_q4k<512, 2, 32, 2, 2>, 512, 32},
             {"smem x, B1024 R2 T32 U2", smemx_q4k<1024, 2, 32, 2, 1>, 1024, 64}};
+}
+
+// ---- the FFN's RMSNorm inside the glu (twenty-fifth session; `gemv_lab 8 prenorm`) ----
+// Each block of the Q4_K glu (512 threads: TPR 16) makes the normed row's x16 itself in shared memory (rmsnorm's sums in
+// rmsnorm's order at 512 threads, so the same bytes), and reads it from there (Q4kItemS) instead of rmsnorm's launch and
+// the global x16. PRE: first ask L2 for the block's 64 weight rows (prefetch.global.L2), so that their DRAM reads overlap
+// the norm.
+template <int TPR, bool PRE>
+__global__ void __launch_bounds__(32 * TPR, 32 / TPR) glu_prenorm(const GemvPart* parts, int cols, const float* x, const float* nw, float eps,
+                                                                   float* act, unsigned char* x16out) {
+    extern __shared__ __align__(16) unsigned char xsm[];
+    __shared__ float gu[64], red[32];
+    const int BLOCK = 32 * TPR;
+    int j = blockIdx.x;
+    bool isUp = (int) threadIdx.x >= BLOCK / 2;
+    const GemvPart& p = parts[isUp ? 1 : 0];
+    WView w{p.data, p.rowBytes, cols, p.groups, p.groupShift, p.scales, p.zeros};
+    if (PRE) {
+        const unsigned char* base = p.data + 32 * (i64) j * p.rowBytes;
+        int lines = (int) (32 * p.rowBytes / 128), t = threadIdx.x % (BLOCK / 2);
+        for (int l = t; l < lines; l += BLOCK / 2) asm volatile("prefetch.global.L2 [%0];" : : "l"(base + 128 * (i64) l));
+    }
+    float ss = rms_squares(x, cols, threadIdx.x, BLOCK);
+    ss = block_sum(ss, red);
+    float inv = 1.f / sqrtf(ss / (float) cols + eps);
+    for (int u = threadIdx.x >> 5; u < (cols >> 5); u += BLOCK / 32) {
+        int i = 32 * u + (threadIdx.x & 31);
+        x16_store_unit(__fmul_rn(__fmul_rn(x[i], inv), nw[i]), u, cols, xsm);
+    }
+    __syncthreads();
+    gemv_x16_rows_impl<Q4kItemS, 2, 1, TPR, 1>(w, X16Rows{xsm, 0, gu + (isUp ? 32 : 0) - 32 * (i64) j, nullptr, p.rows}, 1, p.rows,
+                                                32 * (i64) j - (isUp ? 32 : 0), 1.f);
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float g = gu[threadIdx.x], u = gu[32 + threadIdx.x];
+        float v = g / (1.f + expf(-g)) * u;
+        act[32 * (i64) j + threadIdx.x] = v;
+        x16_store_unit(v, j, p.rows, x16out);
+    }
 }
 
 // ---- L2 prefetch experiment (ninth session; `gemv_lab 8 prefetch`) ----
@@ -896,6 +998,214 @@ int main(int argc, char** argv) {
             for (const V& v : vs) row(v.name, [&](int l) { v.k<<<I / 32, v.block, 0, s>>>(parts + 2 * l, H, xq, act, x16b); });
             if (ptxMulti) row("GLU_PTX's gemv_x16_" + t + "_multi (driver JIT) + silu_mul", ptxMultiLaunch);
             if (ptxGlu) row("GLU_PTX's gemv_x16_" + t + "_glu (driver JIT)", ptxGluLaunch);
+        }
+        CK(cudaGetLastError());
+        return 0;
+    }
+    if (only && std::string(only) == "norm") {   // the RMSNorm deferred into the residual GEMVs (above), against the runtime's layer
+        // gemv_lab LAYERS norm [type: q4_K (default) w4a16]
+        std::string t = argc > 3 ? argv[3] : "q4_K";
+        const int I = 14336, H = 4096, SPLIT = 8, NORM_THREADS = 512;
+        const float eps = 1e-5f;
+        std::vector<Mat> mats;   // q, k, v, o, gate, up, down of each layer
+        double layerBytes = 0;
+        for (int l = 0; l < LAYERS; l++)
+            for (int i = 0; i < NS; i++) {
+                mats.push_back(make(t, shapes[i].rows, shapes[i].cols, 9191u + 53u * (l * NS + i)));
+                if (l == 0) layerBytes += mats.back().bytes;
+            }
+        typedef void (*MultiK)(const GemvPart*, int, int, const unsigned char*, int);
+        typedef void (*GluN)(const GemvPart*, int, const unsigned char*, float*, unsigned char*, const float*, float);
+        MultiK multi = nullptr; X16Kern one = nullptr; GluKern glu = nullptr; GluN gluNorm = nullptr; int gluThreads = 0;
+        std::vector<std::pair<std::string, std::pair<NormKern, int>>> nv;
+        if (t == "q4_K") {
+            multi = gemv_x16_q4_K_multi; one = gemv_x16_q4_K; glu = gemv_x16_q4_K_glu; gluNorm = glu_norm<WT_Q4_K, Q4kItem, 16, 1>; gluThreads = 512;
+            nv = norm_vars<Q4kItem>();
+        } else if (t == "w4a16") {
+            multi = gemv_x16_w4a16_multi; one = gemv_x16_w4a16; glu = gemv_x16_w4a16_glu; gluNorm = glu_norm<WT_W4A16, W4a16Item, 8, 1>; gluThreads = 256;
+            nv = norm_vars<W4a16Item>();
+        } else { printf("norm: no type %s\n", t.c_str()); return 1; }
+        const int ROWS = GEMV_X16_ROWS;
+        float *xr, *x0, *xn, *gA, *gF, *act, *q, *k, *v, *normA, *normB;
+        unsigned char *xqAtt, *x16A, *x16B, *x16C;
+        CK(cudaMalloc(&xr, H * 4)); CK(cudaMalloc(&x0, H * 4)); CK(cudaMalloc(&xn, H * 4)); CK(cudaMalloc(&gA, H * 4)); CK(cudaMalloc(&gF, H * 4));
+        CK(cudaMalloc(&act, I * 4)); CK(cudaMalloc(&q, H * 4)); CK(cudaMalloc(&k, 1024 * 4)); CK(cudaMalloc(&v, 1024 * 4));
+        CK(cudaMalloc(&normA, H / 32 * 4)); CK(cudaMalloc(&normB, H / 32 * 4));
+        CK(cudaMalloc(&xqAtt, x16Bytes(H))); CK(cudaMalloc(&x16A, x16Bytes(H))); CK(cudaMalloc(&x16B, x16Bytes(H))); CK(cudaMalloc(&x16C, x16Bytes(I)));
+        {
+            std::vector<float> h(H), ga(H), gf(H);
+            for (int i = 0; i < H; i++) { h[i] = ((i * 7919) % 2000) / 1000.f - 1.f; ga[i] = 0.5f + ((i * 131) % 100) / 100.f; gf[i] = 0.7f + ((i * 197) % 60) / 100.f; }
+            CK(cudaMemcpy(x0, h.data(), H * 4, cudaMemcpyHostToDevice)); CK(cudaMemcpy(xr, h.data(), H * 4, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(gA, ga.data(), H * 4, cudaMemcpyHostToDevice)); CK(cudaMemcpy(gF, gf.data(), H * 4, cudaMemcpyHostToDevice));
+        }
+        gemv_x16_quantize<<<H / 32 / 4, 128, 0, s>>>(x, H, 1, xqAtt);
+        rmsnorm<<<SPLIT, NORM_THREADS, 0, s>>>(xr, gA, xn, H, eps, x16A, SPLIT);
+        std::vector<GemvPart> hp;   // per layer: q, k, v, then gate, up
+        for (int l = 0; l < LAYERS; l++) {
+            int start = 0;
+            float* outs[] = {q, k, v};
+            for (int i = 0; i < 3; i++) {
+                const Mat& m = mats[l * NS + i];
+                hp.push_back(GemvPart{m.data, m.rowBytes, m.scales, m.zeros, outs[i], m.rows, m.groups, m.groupShift, start});
+                start += (m.rows + ROWS - 1) / ROWS;
+            }
+            for (int i = 4; i < 6; i++) {
+                const Mat& m = mats[l * NS + i];
+                hp.push_back(GemvPart{m.data, m.rowBytes, m.scales, m.zeros, act, m.rows, m.groups, m.groupShift, 0});
+            }
+        }
+        const int qkvBlocks = (4096 + 1024 + 1024) / ROWS;
+        GemvPart* parts;
+        CK(cudaMalloc(&parts, hp.size() * sizeof(GemvPart)));
+        CK(cudaMemcpy(parts, hp.data(), hp.size() * sizeof(GemvPart), cudaMemcpyHostToDevice));
+        auto M = [&](int l, int i) -> const Mat& { return mats[l * NS + i]; };
+        auto oneAdd = [&](const Mat& m, const unsigned char* xq) {
+            one<<<(m.rows + ROWS - 1) / ROWS, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, 1, xr,
+                                                                       m.rows, xr, 1.f);
+        };
+        auto normAdd = [&](NormKern nk, int nb, const Mat& m, const unsigned char* xq, const float* g, unsigned char* out, float* norm) {
+            nk<<<m.rows / 32, nb, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, xr, m.rows, 1.f, g, out, norm);
+        };
+        // the layers: the runtime's (base) and the deferred norms' (variant nk of nb threads)
+        auto base = [&](int l) {
+            rmsnorm<<<SPLIT, NORM_THREADS, 0, s>>>(xr, gA, xn, H, eps, x16A, SPLIT);
+            multi<<<qkvBlocks, GEMV_X16_THREADS, 0, s>>>(parts + 5 * l, 3, H, x16A, 1);
+            oneAdd(M(l, 3), xqAtt);
+            rmsnorm<<<SPLIT, NORM_THREADS, 0, s>>>(xr, gF, xn, H, eps, x16B, SPLIT);
+            glu<<<I / 32, gluThreads, 0, s>>>(parts + 5 * l + 3, H, x16B, act, x16C);
+            oneAdd(M(l, 6), x16C);
+        };
+        auto deferred = [&](int l, NormKern nk, int nb) {
+            multi<<<qkvBlocks, GEMV_X16_THREADS, 0, s>>>(parts + 5 * l, 3, H, x16A, 1);
+            normAdd(nk, nb, M(l, 3), xqAtt, gF, x16B, normB);
+            gluNorm<<<I / 32, gluThreads, 0, s>>>(parts + 5 * l + 3, H, x16B, act, x16C, normB, eps);
+            normAdd(nk, nb, M(l, 6), x16C, gA, x16A, normA);
+        };
+        // layer 0 from the same x both ways: the activations, the residual after it and the next layer's q (times 1 / rms)
+        auto snapshot = [&](bool deferredNorm, std::vector<float>& a, std::vector<float>& r, std::vector<float>& qv) {
+            CK(cudaStreamSynchronize(s));
+            CK(cudaGetLastError());
+            a.resize(I); r.resize(H); qv.resize(H);
+            CK(cudaMemcpy(a.data(), act, I * 4, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(r.data(), xr, H * 4, cudaMemcpyDeviceToHost));
+            if (!deferredNorm) rmsnorm<<<SPLIT, NORM_THREADS, 0, s>>>(xr, gA, xn, H, eps, x16A, SPLIT);
+            multi<<<qkvBlocks, GEMV_X16_THREADS, 0, s>>>(parts + 5, 3, H, x16A, 1);
+            CK(cudaStreamSynchronize(s));
+            CK(cudaMemcpy(qv.data(), q, H * 4, cudaMemcpyDeviceToHost));
+            if (deferredNorm) {
+                std::vector<float> nA(H / 32);
+                CK(cudaMemcpy(nA.data(), normA, H / 32 * 4, cudaMemcpyDeviceToHost));
+                float ss = 0; for (float f : nA) ss += f;
+                float inv = 1.f / sqrtf(ss / H + eps);
+                for (float& f : qv) f *= inv;
+            }
+        };
+        auto rel = [](const std::vector<float>& a, const std::vector<float>& b) {
+            double num = 0, den = 0;
+            for (size_t i = 0; i < a.size(); i++) { num += (a[i] - b[i]) * (double) (a[i] - b[i]); den += (double) a[i] * a[i]; }
+            return sqrt(num / std::max(den, 1e-30));
+        };
+        std::vector<float> aRef, rRef, qRef, aGot, rGot, qGot;
+        auto layer0 = [&](std::function<void()> f, bool deferredNorm, std::vector<float>& a, std::vector<float>& r, std::vector<float>& qv) {
+            CK(cudaMemcpyAsync(xr, x0, H * 4, cudaMemcpyDeviceToDevice, s));
+            f();
+            snapshot(deferredNorm, a, r, qv);
+        };
+        // (the base layer 0 without its first norm and q/k/v: o, norm, glu, down)
+        layer0([&] { oneAdd(M(0, 3), xqAtt); rmsnorm<<<SPLIT, NORM_THREADS, 0, s>>>(xr, gF, xn, H, eps, x16B, SPLIT);
+                     glu<<<I / 32, gluThreads, 0, s>>>(parts + 3, H, x16B, act, x16C); oneAdd(M(0, 6), x16C); }, false, aRef, rRef, qRef);
+        printf("\nRMSNorm deferred into the residual GEMVs (%s, %d layers of %.1f MB; layer 0 against the runtime's: rel. L2 error of the\n"
+               "activations, the residual after the layer, the next q)\n", t.c_str(), LAYERS, layerBytes / 1e6);
+        for (auto& n : nv) {
+            layer0([&] { normAdd(n.second.first, n.second.second, M(0, 3), xqAtt, gF, x16B, normB);
+                         gluNorm<<<I / 32, gluThreads, 0, s>>>(parts + 3, H, x16B, act, x16C, normB, eps);
+                         normAdd(n.second.first, n.second.second, M(0, 6), x16C, gA, x16A, normA); }, true, aGot, rGot, qGot);
+            printf("  %s: %.1e %.1e %.1e\n", n.first.c_str(), rel(aRef, aGot), rel(rRef, rGot), rel(qRef, qGot));
+        }
+        printf("| variant | layer us | o us | down us |\n|---|---|---|---|\n");
+        auto us = [&](std::function<void(int)> f) { return time_graph(s, e0, e1, [&] { for (int l = 0; l < LAYERS; l++) f(l); }) * 1e3f / LAYERS; };
+        for (int round = 0; round < 2; round++) {
+            printf("| runtime: rmsnorm, multi, o, rmsnorm, glu, down | %.1f | %.1f | %.1f |\n", us([&](int l) { base(l); }),
+                   us([&](int l) { oneAdd(M(l, 3), xqAtt); }), us([&](int l) { oneAdd(M(l, 6), x16C); }));
+            printf("| rmsnorm alone | %.1f | | |\n", us([&](int l) { rmsnorm<<<SPLIT, NORM_THREADS, 0, s>>>(xr, gA, xn, H, eps, x16A, SPLIT); }));
+            printf("| glu alone / with the norm | %.1f / %.1f | | |\n", us([&](int l) { glu<<<I / 32, gluThreads, 0, s>>>(parts + 5 * l + 3, H, x16B, act, x16C); }),
+                   us([&](int l) { gluNorm<<<I / 32, gluThreads, 0, s>>>(parts + 5 * l + 3, H, x16B, act, x16C, normB, eps); }));
+            for (auto& n : nv)
+                printf("| deferred, %s | %.1f | %.1f | %.1f |\n", n.first.c_str(), us([&](int l) { deferred(l, n.second.first, n.second.second); }),
+                       us([&](int l) { normAdd(n.second.first, n.second.second, M(l, 3), xqAtt, gF, x16B, normB); }),
+                       us([&](int l) { normAdd(n.second.first, n.second.second, M(l, 6), x16C, gA, x16A, normA); }));
+        }
+        CK(cudaGetLastError());
+        return 0;
+    }
+    if (only && std::string(only) == "prenorm") {   // the FFN's norm inside the glu (above), against rmsnorm + the shipped glu
+        const int I = 14336, H = 4096, SPLIT = 8, NORM_THREADS = 512;
+        const float eps = 1e-5f;
+        std::vector<Mat> mats;   // o, gate, up of each layer
+        double bytes = 0;
+        for (int l = 0; l < LAYERS; l++)
+            for (int i : {3, 4, 5}) {
+                mats.push_back(make("q4_K", shapes[i].rows, shapes[i].cols, 4343u + 29u * (l * NS + i)));
+                if (l == 0) bytes += mats.back().bytes;
+            }
+        float *xr, *x0, *xn, *gF, *act;
+        unsigned char *xqAtt, *x16B, *x16C;
+        CK(cudaMalloc(&xr, H * 4)); CK(cudaMalloc(&x0, H * 4)); CK(cudaMalloc(&xn, H * 4)); CK(cudaMalloc(&gF, H * 4)); CK(cudaMalloc(&act, I * 4));
+        CK(cudaMalloc(&xqAtt, x16Bytes(H))); CK(cudaMalloc(&x16B, x16Bytes(H))); CK(cudaMalloc(&x16C, x16Bytes(I)));
+        {
+            std::vector<float> h(H), gf(H);
+            for (int i = 0; i < H; i++) { h[i] = ((i * 7919) % 2000) / 1000.f - 1.f; gf[i] = 0.7f + ((i * 197) % 60) / 100.f; }
+            CK(cudaMemcpy(x0, h.data(), H * 4, cudaMemcpyHostToDevice)); CK(cudaMemcpy(xr, h.data(), H * 4, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(gF, gf.data(), H * 4, cudaMemcpyHostToDevice));
+        }
+        gemv_x16_quantize<<<H / 32 / 4, 128, 0, s>>>(x, H, 1, xqAtt);
+        std::vector<GemvPart> hp;
+        for (int l = 0; l < LAYERS; l++)
+            for (int i = 1; i < 3; i++) {
+                const Mat& m = mats[l * 3 + i];
+                hp.push_back(GemvPart{m.data, m.rowBytes, m.scales, m.zeros, act, m.rows, m.groups, m.groupShift, 0});
+            }
+        GemvPart* parts;
+        CK(cudaMalloc(&parts, hp.size() * sizeof(GemvPart)));
+        CK(cudaMemcpy(parts, hp.data(), hp.size() * sizeof(GemvPart), cudaMemcpyHostToDevice));
+        const int smem = (int) x16Bytes(H);
+        CK(cudaFuncSetAttribute(glu_prenorm<16, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        CK(cudaFuncSetAttribute(glu_prenorm<16, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        auto o = [&](int l) {
+            const Mat& m = mats[l * 3];
+            gemv_x16_q4_K<<<m.rows / 2, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xqAtt, 1, xr,
+                                                                  m.rows, xr, 1.f);
+        };
+        auto base = [&](int l) {
+            rmsnorm<<<SPLIT, NORM_THREADS, 0, s>>>(xr, gF, xn, H, eps, x16B, SPLIT);
+            gemv_x16_q4_K_glu<<<I / 32, 512, 0, s>>>(parts + 2 * l, H, x16B, act, x16C);
+        };
+        auto pre = [&](int l, bool pf) {
+            if (pf) glu_prenorm<16, true><<<I / 32, 512, smem, s>>>(parts + 2 * l, H, xr, gF, eps, act, x16C);
+            else glu_prenorm<16, false><<<I / 32, 512, smem, s>>>(parts + 2 * l, H, xr, gF, eps, act, x16C);
+        };
+        std::vector<float> a0(I), a1(I);
+        std::vector<unsigned char> c0(x16Bytes(I)), c1(x16Bytes(I));
+        auto snap = [&](std::vector<float>& a, std::vector<unsigned char>& c) {
+            CK(cudaStreamSynchronize(s)); CK(cudaGetLastError());
+            CK(cudaMemcpy(a.data(), act, I * 4, cudaMemcpyDeviceToHost)); CK(cudaMemcpy(c.data(), x16C, c.size(), cudaMemcpyDeviceToHost));
+        };
+        base(0); snap(a0, c0);
+        printf("\nthe FFN's norm inside the Q4_K glu (%d layers; o %.1f MB + gate/up a layer; layer 0 against rmsnorm + glu)\n", LAYERS, bytes / 1e6);
+        for (bool pf : {false, true}) {
+            pre(0, pf); snap(a1, c1);
+            int same = 0; size_t cs = 0;
+            for (int i = 0; i < I; i++) same += a0[i] == a1[i];
+            for (size_t i = 0; i < c0.size(); i++) cs += c0[i] == c1[i];
+            printf("  prenorm%s: activations equal %d of %d, x16 bytes equal %zu of %zu\n", pf ? " + L2 prefetch" : "", same, I, cs, c0.size());
+        }
+        auto us = [&](std::function<void(int)> f) { return time_graph(s, e0, e1, [&] { for (int l = 0; l < LAYERS; l++) f(l); }) * 1e3f / LAYERS; };
+        printf("| variant | us a layer (gate/up) | with o before |\n|---|---|---|\n");
+        for (int round = 0; round < 2; round++) {
+            printf("| rmsnorm + gemv_x16_q4_K_glu | %.1f | %.1f |\n", us(base), us([&](int l) { o(l); base(l); }));
+            printf("| glu_prenorm | %.1f | %.1f |\n", us([&](int l) { pre(l, false); }), us([&](int l) { o(l); pre(l, false); }));
+            printf("| glu_prenorm + L2 prefetch | %.1f | %.1f |\n", us([&](int l) { pre(l, true); }), us([&](int l) { o(l); pre(l, true); }));
+            printf("| gemv_x16_q4_K_glu alone | %.1f | |\n", us([&](int l) { gemv_x16_q4_K_glu<<<I / 32, 512, 0, s>>>(parts + 2 * l, H, x16B, act, x16C); }));
         }
         CK(cudaGetLastError());
         return 0;
