@@ -11,7 +11,7 @@
 // The x16 rows also give the layer replayed as one CUDA graph (as the runtime runs a decode step; added in the sixth
 // session, not yet run): one-by-one launches are bound at ~4.2 us each by the launch rate.
 // Usage: gemv_lab [layers (8)] [type: q4_K w4a16 q8_0 q6_K q5_K f16 (all) | prefetch | mma | diag | persist | smemx | glu [q4_K w4a16 q8_0 q6_K q5_K]
-//        | norm [q4_K w4a16] | prenorm]
+//        | norm [q4_K w4a16] | prenorm | mega]
 // Env: GEMV_PTX=file (the per-type tables: also the type's gemv_x16_<t> from that PTX module through the driver's JIT, as the
 // runtime runs it), GLU_PTX=file (the glu mode: gemv_x16_<t>_glu and _multi from it); tools/device/PtxCut.java cuts such a
 // module out of a kernels build's gemv.ptx. nvcc's own sm_90 build and the runtime's NVRTC PTX can differ (BENCHMARKS.md,
@@ -647,6 +647,105 @@ static Mat make(const std::string& t, int rows, int cols, unsigned seed) {
     return m;
 }
 
+// ---- a layer's GEMVs as tasks of one persistent kernel (twenty-fifth session; `gemv_lab 8 mega`) ----
+// The launch chain's bound (ninth session: a streaming read launched as the runtime launches its GEMVs reaches ~0.7-0.78
+// of the copy rate) is its kernel boundaries: every block of the next GEMV waits for the last block of this one, and
+// nothing loads weights meanwhile. Here one kernel runs the 8B layers' q/k/v, o, gate/up (+ silu, the glu) and down as
+// tasks of 32 output rows, in order from a queue (an atomic counter): a block that takes a task of the next GEMV while the
+// last tasks of this one still run first asks L2 for its weight rows (prefetch.global.L2, PRE), then waits for the
+// tasks it depends on (a counter a GEMV, release / acquire), then computes as the runtime's kernels do. Tasks are taken in
+// order, so every task waited on is already held by a running block: no deadlock whatever the grid. Data flow as a
+// layer's: q/k/v from the layer's x16 (the last down's), o (after q/k/v, its x16 fixed: attention's stand-in) adds into
+// the residual and writes the glu's x16 (rmsnorm's stand-in), the glu writes the activations' x16, down adds into the
+// residual and writes the next layer's x16. Every x16 row has its own buffer a layer (the tasks read them with ld.nc: no
+// line of one is cached before it is written); the residual is read with ld.cg.
+// Measured (twenty-fifth session, one H200, 8 layers): the launch chain 50.1 us a layer, the persistent kernel 65.4 (2
+// blocks of 512 an SM), 75.0 with the L2 prefetch, 82.1 with one block an SM: a 32-row task has too few loads in flight
+// and waits out its own latency, which the launch chain's 2-row blocks (16 an SM) hide. docs/BENCHMARKS.md.
+struct MegaLayer {
+    Mat q, k, v, o, gate, up, down;
+    unsigned char *xa, *xb, *xc, *xnext;   // the layer's x16: q/k/v's input, the glu's, down's, the next layer's q/k/v's
+};
+#define MEGA_THREADS 512
+enum { MEGA_QKV, MEGA_O, MEGA_GLU, MEGA_DOWN, MEGA_KINDS };
+__device__ __forceinline__ WView mega_view(const Mat& m) { return WView{m.data, m.rowBytes, m.cols, m.groups, m.groupShift, m.scales, m.zeros}; }
+__device__ __forceinline__ void mega_prefetch(const Mat& m, int r0, int rows) {
+    const unsigned char* base = m.data + (i64) r0 * m.rowBytes;
+    int lines = (int) (((i64) rows * m.rowBytes + 127) / 128);
+    for (int l = threadIdx.x; l < lines; l += blockDim.x) asm volatile("prefetch.global.L2 [%0];" : : "l"(base + 128 * (i64) l));
+}
+template <bool PRE>
+__global__ void __launch_bounds__(MEGA_THREADS, 2) mega_layers(const MegaLayer* layers, int nLayers, const unsigned char* xAtt, float* resid,
+                                                               float* qkvOut, float* act, unsigned* next, unsigned* done) {
+    __shared__ unsigned task;
+    __shared__ float ys[64];
+    const int units[MEGA_KINDS] = {(4096 + 1024 + 1024) / 32, 4096 / 32, 14336 / 32, 4096 / 32};
+    const int perLayer = units[0] + units[1] + units[2] + units[3];
+    for (;;) {
+        if (threadIdx.x == 0) task = atomicAdd(next, 1u);
+        __syncthreads();
+        unsigned t = task;
+        __syncthreads();   // (task is written again next turn)
+        if (t >= (unsigned) (perLayer * nLayers)) return;
+        int l = t / perLayer, u = t % perLayer, kind = 0;
+        while (u >= units[kind]) u -= units[kind++];
+        const MegaLayer& L = layers[l];
+        // the task's matrix rows, its input and what it waits for: the GEMV before it (the last layer's down for q/k/v)
+        const Mat* m = kind == MEGA_QKV ? (u < 128 ? &L.q : u < 160 ? &L.k : &L.v) : kind == MEGA_O ? &L.o : kind == MEGA_GLU ? &L.gate : &L.down;
+        int r0 = kind == MEGA_QKV ? 32 * (u < 128 ? u : u < 160 ? u - 128 : u - 160) : 32 * u;
+        if (PRE) {
+            mega_prefetch(*m, r0, 32);
+            if (kind == MEGA_GLU) mega_prefetch(L.up, r0, 32);
+        }
+        int waitKind = kind == MEGA_QKV ? MEGA_DOWN : kind - 1, waitLayer = kind == MEGA_QKV ? l - 1 : l;
+        if (threadIdx.x == 0 && waitLayer >= 0) {
+            const volatile unsigned* c = done + waitLayer * MEGA_KINDS + waitKind;
+            for (unsigned spins = 0; *c < (unsigned) units[waitKind]; spins++) {
+                __nanosleep(64);
+                if (spins > (1u << 24)) {   // (a lab guard: a bug here hangs the GPU, not a test)
+                    printf("mega_layers: task %u stuck waiting for layer %d kind %d (%u of %d)\n", t, waitLayer, waitKind, *c, units[waitKind]);
+                    asm volatile("trap;");
+                }
+            }
+            __threadfence();
+        }
+        __syncthreads();
+        if (kind == MEGA_GLU) {   // gemv_glu_impl's (TPR 16, 512 threads: 32 gate rows, then 32 up rows)
+            bool isUp = threadIdx.x >= MEGA_THREADS / 2;
+            const Mat& mm = isUp ? L.up : L.gate;
+            // (the up half's groups are 16..31: its start 32 rows lower, so both halves take rows r0 .. r0 + 31)
+            gemv_x16_rows_impl<Q4kItem, 2, 1, 16, 1>(mega_view(mm), X16Rows{L.xb, 0, ys + (isUp ? 32 : 0) - r0, nullptr, mm.rows}, 1, mm.rows,
+                                                     r0 - (isUp ? 32 : 0), 1.f);
+            __syncthreads();
+            if (threadIdx.x < 32) {
+                float g = ys[threadIdx.x], v = ys[32 + threadIdx.x];
+                float a = g / (1.f + expf(-g)) * v;
+                act[(i64) l * 14336 + r0 + threadIdx.x] = a;
+                x16_store_unit(a, u, 14336, L.xc);
+            }
+        } else {   // 32 rows: 16 groups of 32 lanes, 2 rows each, 2 items at once (gemv_x16_rows_impl's TPR form)
+            const unsigned char* xin = kind == MEGA_QKV ? L.xa : kind == MEGA_O ? xAtt : L.xc;
+            gemv_x16_rows_impl<Q4kItem, 2, 1, 32, 2>(mega_view(*m), X16Rows{xin, 0, ys - r0, nullptr, m->rows}, 1, m->rows, r0, 1.f);
+            __syncthreads();
+            if (threadIdx.x < 32) {
+                int r = r0 + threadIdx.x;
+                if (kind == MEGA_QKV) {
+                    qkvOut[(i64) l * 6144 + 32 * u + threadIdx.x] = ys[threadIdx.x];
+                } else {
+                    float v = __ldcg(resid + r) + ys[threadIdx.x];
+                    resid[r] = v;
+                    x16_store_unit(v, u, 4096, kind == MEGA_O ? L.xb : L.xnext);
+                }
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(done + l * MEGA_KINDS + kind, 1u);
+        }
+    }
+}
+
 // A kernel from a PTX module file through the driver's JIT, as the runtime loads its kernels (GEMV_PTX, GLU_PTX): its
 // JIT'd registers and local memory printed; nullptr where the module lacks it. Exits where the file cannot be read or loaded.
 static CUfunction ptx_kernel(const char* path, const std::string& name) {
@@ -1206,6 +1305,109 @@ int main(int argc, char** argv) {
             printf("| glu_prenorm | %.1f | %.1f |\n", us([&](int l) { pre(l, false); }), us([&](int l) { o(l); pre(l, false); }));
             printf("| glu_prenorm + L2 prefetch | %.1f | %.1f |\n", us([&](int l) { pre(l, true); }), us([&](int l) { o(l); pre(l, true); }));
             printf("| gemv_x16_q4_K_glu alone | %.1f | |\n", us([&](int l) { gemv_x16_q4_K_glu<<<I / 32, 512, 0, s>>>(parts + 2 * l, H, x16B, act, x16C); }));
+        }
+        CK(cudaGetLastError());
+        return 0;
+    }
+    if (only && std::string(only) == "mega") {   // a layer's GEMVs as tasks of one persistent kernel (above), against their launches
+        const int H = 4096, I = 14336;
+        std::vector<MegaLayer> hl(LAYERS);
+        double bytes = 0;
+        for (int l = 0; l < LAYERS; l++) {
+            MegaLayer& L = hl[l];
+            Mat* ms[] = {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down};
+            for (int i = 0; i < NS; i++) {
+                *ms[i] = make("q4_K", shapes[i].rows, shapes[i].cols, 8123u + 31u * (l * NS + i));
+                if (l == 0) bytes += ms[i]->bytes;
+            }
+            CK(cudaMalloc(&L.xa, x16Bytes(H))); CK(cudaMalloc(&L.xb, x16Bytes(H))); CK(cudaMalloc(&L.xc, x16Bytes(I)));
+        }
+        unsigned char* xlast;
+        CK(cudaMalloc(&xlast, x16Bytes(H)));
+        for (int l = 0; l < LAYERS; l++) hl[l].xnext = l + 1 < LAYERS ? hl[l + 1].xa : xlast;
+        unsigned char* xAtt;
+        CK(cudaMalloc(&xAtt, x16Bytes(H)));
+        gemv_x16_quantize<<<H / 32 / 4, 128, 0, s>>>(x, H, 1, xAtt);
+        gemv_x16_quantize<<<H / 32 / 4, 128, 0, s>>>(x, H, 1, hl[0].xa);
+        MegaLayer* dl;
+        CK(cudaMalloc(&dl, LAYERS * sizeof(MegaLayer)));
+        CK(cudaMemcpy(dl, hl.data(), LAYERS * sizeof(MegaLayer), cudaMemcpyHostToDevice));
+        float *resid, *resid0, *qkvOut, *act, *yq, *yk, *yv, *ref;
+        CK(cudaMalloc(&resid, H * 4)); CK(cudaMalloc(&resid0, H * 4)); CK(cudaMalloc(&qkvOut, (size_t) LAYERS * 6144 * 4));
+        CK(cudaMalloc(&act, (size_t) LAYERS * I * 4)); CK(cudaMalloc(&yq, H * 4)); CK(cudaMalloc(&yk, 1024 * 4)); CK(cudaMalloc(&yv, 1024 * 4));
+        CK(cudaMalloc(&ref, I * 4));
+        CK(cudaMemcpy(resid0, x, H * 4, cudaMemcpyDeviceToDevice));
+        unsigned *next, *done;
+        CK(cudaMalloc(&next, 4)); CK(cudaMalloc(&done, LAYERS * MEGA_KINDS * 4));
+        // the launch chain: gemv_x16_q4_K_multi (q, k, v), gemv_x16_q4_K (o, into the residual), the glu, gemv_x16_q4_K (down)
+        std::vector<GemvPart> hp;
+        for (int l = 0; l < LAYERS; l++) {
+            MegaLayer& L = hl[l];
+            hp.push_back(GemvPart{L.q.data, L.q.rowBytes, L.q.scales, L.q.zeros, yq, 4096, 0, 0, 0});
+            hp.push_back(GemvPart{L.k.data, L.k.rowBytes, L.k.scales, L.k.zeros, yk, 1024, 0, 0, 2048});
+            hp.push_back(GemvPart{L.v.data, L.v.rowBytes, L.v.scales, L.v.zeros, yv, 1024, 0, 0, 2560});
+            hp.push_back(GemvPart{L.gate.data, L.gate.rowBytes, L.gate.scales, L.gate.zeros, nullptr, I, 0, 0, 0});
+            hp.push_back(GemvPart{L.up.data, L.up.rowBytes, L.up.scales, L.up.zeros, nullptr, I, 0, 0, 0});
+        }
+        GemvPart* parts;
+        CK(cudaMalloc(&parts, hp.size() * sizeof(GemvPart)));
+        CK(cudaMemcpy(parts, hp.data(), hp.size() * sizeof(GemvPart), cudaMemcpyHostToDevice));
+        auto one = [&](const Mat& m, const unsigned char* xq) {
+            gemv_x16_q4_K<<<m.rows / 2, GEMV_X16_THREADS, 0, s>>>(m.data, m.rowBytes, m.cols, m.scales, m.zeros, m.groups, m.groupShift, xq, 1, resid,
+                                                                  m.rows, resid, 1.f);
+        };
+        auto chain = [&](int l) {
+            gemv_x16_q4_K_multi<<<3072, GEMV_X16_THREADS, 0, s>>>(parts + 5 * l, 3, H, hl[l].xa, 1);
+            one(hl[l].o, xAtt);
+            gemv_x16_q4_K_glu<<<I / 32, 512, 0, s>>>(parts + 5 * l + 3, H, hl[l].xb, act + (size_t) l * I, hl[l].xc);
+            one(hl[l].down, hl[l].xc);
+        };
+        int occ = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mega_layers<true>, MEGA_THREADS, 0));
+        auto mega = [&](bool pre, int grid) {
+            CK(cudaMemsetAsync(next, 0, 4, s));
+            CK(cudaMemsetAsync(done, 0, LAYERS * MEGA_KINDS * 4, s));
+            if (pre) mega_layers<true><<<grid, MEGA_THREADS, 0, s>>>(dl, LAYERS, xAtt, resid, qkvOut, act, next, done);
+            else mega_layers<false><<<grid, MEGA_THREADS, 0, s>>>(dl, LAYERS, xAtt, resid, qkvOut, act, next, done);
+        };
+        // check: after one persistent run, each layer's glu and the last q/k/v again by the runtime's kernels from the x16
+        // the persistent kernel left: the same bits where the tasks waited for their inputs
+        CK(cudaMemcpyAsync(resid, resid0, H * 4, cudaMemcpyDeviceToDevice, s));
+        mega(true, sms * occ);
+        CK(cudaStreamSynchronize(s)); CK(cudaGetLastError());
+        int actEqual = 0, qEqual = 0;
+        unsigned char* x16Ref;
+        CK(cudaMalloc(&x16Ref, x16Bytes(I)));
+        for (int l = 0; l < LAYERS; l++) {
+            gemv_x16_q4_K_glu<<<I / 32, 512, 0, s>>>(parts + 5 * l + 3, H, hl[l].xb, ref, x16Ref);
+            CK(cudaStreamSynchronize(s));
+            std::vector<float> a(I), b(I);
+            CK(cudaMemcpy(a.data(), act + (size_t) l * I, I * 4, cudaMemcpyDeviceToHost)); CK(cudaMemcpy(b.data(), ref, I * 4, cudaMemcpyDeviceToHost));
+            for (int i = 0; i < I; i++) actEqual += a[i] == b[i];
+        }
+        {
+            int l = LAYERS - 1;
+            // q of the last layer by the multi GEMV from the same x16 (TPR 32 U 2 sums in another order than its 64 lanes)
+            std::vector<float> a(4096), b(4096);
+            gemv_x16_q4_K_multi<<<3072, GEMV_X16_THREADS, 0, s>>>(parts + 5 * l, 3, H, hl[l].xa, 1);
+            CK(cudaStreamSynchronize(s));
+            CK(cudaMemcpy(a.data(), qkvOut + (size_t) l * 6144, 4096 * 4, cudaMemcpyDeviceToHost)); CK(cudaMemcpy(b.data(), yq, 4096 * 4, cudaMemcpyDeviceToHost));
+            double num = 0, den = 0;
+            for (int i = 0; i < 4096; i++) { num += (a[i] - b[i]) * (double) (a[i] - b[i]); den += (double) b[i] * b[i]; qEqual += fabsf(a[i] - b[i]) <= 1e-4f * fabsf(b[i]) + 1e-6f; }
+            printf("\nGEMVs as tasks of one persistent kernel (Q4_K, %d layers of %.1f MB; %d blocks of %d an SM)\n", LAYERS, bytes / 1e6, occ, MEGA_THREADS);
+            printf("  check: glu activations equal to the glu kernel's on the tasks' x16: %d of %d; last q within 1e-4 of the multi GEMV: %d of 4096 "
+                   "(rel. L2 %.1e)\n", actEqual, I * LAYERS, qEqual, sqrt(num / std::max(den, 1e-30)));
+        }
+        auto us = [&](std::function<void()> f) {
+            return time_graph(s, e0, e1, [&] { CK(cudaMemcpyAsync(resid, resid0, H * 4, cudaMemcpyDeviceToDevice, s)); f(); }) * 1e3f / LAYERS;
+        };
+        printf("| variant | us a layer | GB/s | of copy |\n|---|---|---|---|\n");
+        for (int round = 0; round < 2; round++) {
+            auto row = [&](const char* name, float t) { printf("| %s | %.1f | %.0f | |\n", name, t, bytes / (t / 1e6) / 1e9); };
+            row("launches: multi, o, glu, down", us([&] { for (int l = 0; l < LAYERS; l++) chain(l); }));
+            row("persistent, no prefetch", us([&] { mega(false, sms * occ); }));
+            row("persistent, L2 prefetch before the wait", us([&] { mega(true, sms * occ); }));
+            row("persistent, L2 prefetch, one block an SM", us([&] { mega(true, sms); }));
         }
         CK(cudaGetLastError());
         return 0;
