@@ -862,16 +862,18 @@ int main(int argc, char** argv) {
         return worst;
     };
     // LAYERS distinct 8B layers of Q4_K matrices (seeds seed + step * index), and the bytes of one layer
-    auto q4kLayers = [&](unsigned seed, unsigned step, double& layerBytes) {
+    // ... of type t, each layer's shapes from the first-th on (4: gate, up, down)
+    auto typeLayers = [&](const std::string& t, int first, unsigned seed, unsigned step, double& layerBytes) {
         std::vector<Mat> mats;
         layerBytes = 0;
         for (int l = 0; l < LAYERS; l++)
-            for (int i = 0; i < NS; i++) {
-                mats.push_back(make("q4_K", shapes[i].rows, shapes[i].cols, seed + step * (l * NS + i)));
+            for (int i = first; i < NS; i++) {
+                mats.push_back(make(t, shapes[i].rows, shapes[i].cols, seed + step * (l * NS + i)));
                 if (l == 0) layerBytes += mats.back().bytes;
             }
         return mats;
     };
+    auto q4kLayers = [&](unsigned seed, unsigned step, double& layerBytes) { return typeLayers("q4_K", 0, seed, step, layerBytes); };
     // x's first row in 16 bits (its first 4096-column view serves the 4096-column rows: the values do not matter here)
     auto quantizedX = [&]() {
         unsigned char* xq;
@@ -961,13 +963,8 @@ int main(int argc, char** argv) {
         // gemv_lab LAYERS glu [type: q4_K (default) w4a16 q8_0 q6_K q5_K]
         std::string t = argc > 3 ? argv[3] : "q4_K";
         const int I = 14336, H = 4096;
-        std::vector<Mat> mats;   // gate, up, down of each layer
-        double ffnBytes = 0;
-        for (int l = 0; l < LAYERS; l++)
-            for (int i = 4; i < NS; i++) {
-                mats.push_back(make(t, shapes[i].rows, shapes[i].cols, 6161u + 41u * (l * NS + i)));
-                if (l == 0) ffnBytes += mats.back().bytes;
-            }
+        double ffnBytes;
+        std::vector<Mat> mats = typeLayers(t, 4, 6161u, 41u, ffnBytes);   // gate, up, down of each layer
         typedef void (*MultiK)(const GemvPart*, int, int, const unsigned char*, int);
         MultiK multi = nullptr; GluKern glu = nullptr; X16Kern one = nullptr;
         int rowsOne = GEMV_X16_ROWS, gluTpr = 0;
@@ -1106,13 +1103,8 @@ int main(int argc, char** argv) {
         std::string t = argc > 3 ? argv[3] : "q4_K";
         const int I = 14336, H = 4096, SPLIT = 8, NORM_THREADS = 512;
         const float eps = 1e-5f;
-        std::vector<Mat> mats;   // q, k, v, o, gate, up, down of each layer
-        double layerBytes = 0;
-        for (int l = 0; l < LAYERS; l++)
-            for (int i = 0; i < NS; i++) {
-                mats.push_back(make(t, shapes[i].rows, shapes[i].cols, 9191u + 53u * (l * NS + i)));
-                if (l == 0) layerBytes += mats.back().bytes;
-            }
+        double layerBytes;
+        std::vector<Mat> mats = typeLayers(t, 0, 9191u, 53u, layerBytes);   // q, k, v, o, gate, up, down of each layer
         typedef void (*MultiK)(const GemvPart*, int, int, const unsigned char*, int);
         typedef void (*GluN)(const GemvPart*, int, const unsigned char*, float*, unsigned char*, const float*, float);
         MultiK multi = nullptr; X16Kern one = nullptr; GluKern glu = nullptr; GluN gluNorm = nullptr; int gluThreads = 0;
