@@ -239,7 +239,7 @@ static std::vector<std::pair<std::string, std::pair<GluKern, int>>> glu_vars() {
 // same). An x16 unit's bytes do not change when the whole row is scaled (its scale does), so o can write the next norm's
 // x16 of x g (unnormed) and each unit's sum of squares of x itself, a block a 32-row unit (R rows a group of TPR lanes, U
 // items at once), and the glu multiply its sums by 1 / rms (from the units' squares) before silu: no rmsnorm launch. Tried
-// in the runtime too (the ffn norm after o, twenty-fifth session): an 8B Q4_K layer 68.2 -> 66.9 us (ktrace), but a block a
+// in the runtime too (the ffn norm after o, twenty-fifth session): an 8B Q4_K layer 68.2 -> ~68 us (ktrace), but a block a
 // unit makes hidden / 32 blocks of 1024 threads: 160 at the 27B's 5120, two waves on 132 SMs (27B decode 139 -> 134 tok/s),
 // and every 4096-wide model two waves on a V100's 80. Not shipped; docs/BENCHMARKS.md has the numbers.
 // 1 / rms of a K-element row from its units' sums of squares, as rmsnorm takes it (a whole warp; every lane gets it)
