@@ -20,7 +20,8 @@ import static org.junit.jupiter.api.Assertions.*;
  * Causal GQA attention over the paged fp16 cache, decode (split-K) and prefill (WMMA) kernels, against
  * the reference over the same fp16 keys and values: head dims 8..256 (20: not whole 16-byte chunks, the prefill's
  * element-wise tile loads; 192 and 256: attn_prefill_wide), grouped and plain heads, starts and lengths that cross
- * pages (64 positions, one decode split each), power-of-two split counts, and prefill tiles whose last warps hold no row.
+ * pages (64 positions, one decode split each), power-of-two split counts, prefill tiles whose last warps hold no row,
+ * and contexts past 65536 positions (more splits than the decode merge weighs at once).
  */
 @Tag("gpu")
 class CudaAttentionTest {
@@ -62,8 +63,32 @@ class CudaAttentionTest {
     }
 
     private static void decodeBatchRows(Geometry g) {
+        decodeBatchRows(g, new int[] {0, 63, 64, 200, 5, 129});
+    }
+
+    /**
+     * Long contexts: past 65536 positions a row has more splits (2048 here) than attn_merge weighs in one tile
+     * (COMBINE_TILE, 1024), so its merge takes the tile loop's later turns, which shorter tests never reach. A decode row
+     * alone (attn_decode) and in a batch beside a short row (attn_decode_rows: the batch's split count is the long
+     * row's), a chunk of decode rows and a prefill chunk that far in, head dims 128 and 256.
+     */
+    @TestFactory
+    Stream<DynamicTest> longContextsMergeMoreSplitsThanOneTile() {
+        int far = 65536 + 70;   // 1026 pages: 2048 splits
+        Stream<DynamicTest> alone = Stream.of(new Geometry(8, 2, 128), new Geometry(4, 4, 256)).map(g -> DynamicTest.dynamicTest("alone " + g, () -> {
+            SplittableRandom rnd = new SplittableRandom(31 + g.headDim());
+            for (int[] step : new int[][] {{far, 1}, {far + 1, 3}, {far + 200, 40}}) {
+                try (CudaBackend b = backend("attn long " + g)) {   // (a backend a cache: its close gives the pages back)
+                    check(b, g, step[0], step[1], rnd);
+                }
+            }
+        }));
+        return Stream.concat(alone, Stream.of(DynamicTest.dynamicTest("batch rows, head dim 128",
+                () -> decodeBatchRows(new Geometry(8, 2, 128), new int[] {far, 5}))));
+    }
+
+    private static void decodeBatchRows(Geometry g, int[] lengths) {   // lengths: positions before this step's token
         int hd = g.headDim(), qCols = g.heads() * hd, kvCols = g.kvHeads() * hd;
-        int[] lengths = {0, 63, 64, 200, 5, 129};   // positions before this step's token
         float scale = 0.125f;
         try (CudaBackend b = backend("attn rows " + hd)) {
             SplittableRandom rnd = new SplittableRandom(5);

@@ -9,8 +9,11 @@ import java.util.SplittableRandom;
  * machine with a GPU). Without a usable GPU every such test aborts, saying why.
  */
 final class CudaTesting {
-    /** The tests' KV page pool: small, so that the tests' other allocations always fit. */
-    static final long TEST_KV_POOL_BYTES = 256L << 20;
+    /**
+     * The tests' KV page pool: small, so that the tests' other allocations always fit (a 16 GB V100 included), and 2048
+     * pages: one cache of over 65536 positions (CudaAttentionTest's long contexts) beside a short one.
+     */
+    static final long TEST_KV_POOL_BYTES = 1L << 30;
 
     private static CudaDevice device;
     private static String unavailable;
