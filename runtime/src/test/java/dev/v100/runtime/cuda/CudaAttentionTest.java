@@ -59,7 +59,10 @@ class CudaAttentionTest {
      */
     @TestFactory
     Stream<DynamicTest> decodeBatchRowsEachInTheirOwnCache() {
-        return Stream.of(64, 128, 256).map(hd -> DynamicTest.dynamicTest("head dim " + hd, () -> decodeBatchRows(new Geometry(8, 2, hd))));
+        Stream<DynamicTest> dims = Stream.of(64, 128, 256).map(hd -> DynamicTest.dynamicTest("head dim " + hd, () -> decodeBatchRows(new Geometry(8, 2, hd))));
+        // the largest decode batch the step block holds (STEP_MAX_BATCH rows: positions from all of its row slots)
+        int[] sixteen = {0, 63, 64, 200, 5, 129, 1, 2, 300, 65, 127, 128, 7, 450, 31, 256};
+        return Stream.concat(dims, Stream.of(DynamicTest.dynamicTest("16 rows, head dim 128", () -> decodeBatchRows(new Geometry(8, 2, 128), sixteen))));
     }
 
     private static void decodeBatchRows(Geometry g) {

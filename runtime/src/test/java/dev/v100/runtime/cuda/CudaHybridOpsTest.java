@@ -382,8 +382,9 @@ class CudaHybridOpsTest {
             SplittableRandom r = new SplittableRandom(39);
             // {12, 4, 37}: its third (12 tokens, 48 slots) is a decode batch's size: per slot however many slots an expert;
             // {12, 4, 300}: 1200 slots, 38 a warp's segment of moe_group; {300, 4, 160}: more experts than its warp counts
-            // take (MOE_GROUP_WARP_EXPERTS), its walk of every id a tile at a time
-            for (int[] c : new int[][] {{12, 4, 130, 1}, {12, 4, 37, 0}, {256, 8, 64, 1}, {12, 4, 300, 1}, {300, 4, 160, 1}}) {
+            // take (MOE_GROUP_WARP_EXPERTS), its walk of every id a tile at a time; {300, 4, 300}: that walk over 1200 slots,
+            // two tiles (a 512-expert top-10 model's grouped prefill has 20 tiles a 2048-token chunk)
+            for (int[] c : new int[][] {{12, 4, 130, 1}, {12, 4, 37, 0}, {256, 8, 64, 1}, {12, 4, 300, 1}, {300, 4, 160, 1}, {300, 4, 300, 1}}) {
                 int experts = c[0], topK = c[1], capacity = c[2];
                 boolean skew = c[3] == 1;
                 for (String kind : new String[] {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_K", "q5_K", "q6_K", "q3_K", "q2_K", "w4a16"})
@@ -1086,6 +1087,55 @@ class CudaHybridOpsTest {
                     gpu.addMoeOutputNorm(edb, routing, null, x, null, scratch, fused, norm, 1e-6f, over);
                     assertTrue(gpu.device.issued() - before >= 2, "h " + h + ", n " + n + ": out over the experts' outputs takes the two ops");
                     assertArrayEquals(gpu.read(parts), gpu.read(over), "h " + h + ", n " + n + ": the norm written over the experts' outputs");
+                }
+            }
+        }
+    }
+
+    /**
+     * A top-10 routing (512-expert models such as Qwen3-Next route 10): combineExperts, addMoeOutput and addMoeOutputNorm
+     * against the CPU, where every other MoE output test routes 2 or 3. Past 8 slots a row moe_output weighs its slots in a
+     * second batch and moe_output_norm leaves its preloading path for its loop. Rows 1 and 3, widths 256 and 2048, gated,
+     * ungated and without a shared expert.
+     */
+    @Test
+    void moeOutputsOfTopTen() {
+        CpuBackend cpu = new CpuBackend(CpuBackend.Kernels.REFERENCE);
+        try (CudaBackend gpu = backend("hybrid-moe-top10")) {
+            SplittableRandom r = new SplittableRandom(41);
+            int experts = 12, topK = 10;
+            for (int h : new int[] {256, 2048}) {
+                float[] gateW = halves(r, h, 1), normW = halves(r, h, 1);
+                Weight cGate = f32(cpu, "blk.0.ffn_gate_inp_shexp.weight", gateW, h), gGate = f32(gpu, "blk.0.ffn_gate_inp_shexp.weight", gateW, h);
+                Weight cNorm = f32(cpu, "blk.1.attn_norm.weight", normW, h), gNorm = f32(gpu, "blk.1.attn_norm.weight", normW, h);
+                for (int n : new int[] {1, 3}) {
+                    float[] logits = halves(r, n * experts, 2);
+                    MoeRouting cr = cpu.allocateRouting(n, experts, topK), gr = gpu.allocateRouting(n, experts, topK);
+                    cpu.route(put(cpu, logits, n, experts), true, cr);
+                    gpu.route(put(gpu, logits, n, experts), true, gr);
+                    float[] ed = halves(r, n * topK * h, 1), shared = halves(r, n * h, 1), xs = halves(r, n * h, 1), acc = halves(r, n * h, 2);
+                    String at = "h " + h + ", n " + n;
+                    Buffer co = cpu.allocate("o", n, h), go = gpu.allocate("o", n, h);
+                    cpu.combineExperts(put(cpu, ed, n * topK, h), cr, co);
+                    gpu.combineExperts(put(gpu, ed, n * topK, h), gr, go);
+                    near(gpu.read(go), cpu.read(co), ELEMENTWISE_NMSE, "combineExperts, " + at);
+                    for (String variant : new String[] {"gated", "ungated", "no shared expert"}) {
+                        String what = variant + ", " + at;
+                        boolean hasShared = !variant.equals("no shared expert"), gated = variant.equals("gated");
+                        Buffer cAcc = put(cpu, acc, n, h), gAcc = put(gpu, acc, n, h);
+                        cpu.addMoeOutput(put(cpu, ed, n * topK, h), cr, hasShared ? put(cpu, shared, n, h) : null, put(cpu, xs, n, h),
+                                gated ? cGate : null, cpu.allocate("s", n, h), cAcc);
+                        gpu.addMoeOutput(put(gpu, ed, n * topK, h), gr, hasShared ? put(gpu, shared, n, h) : null, put(gpu, xs, n, h),
+                                gated ? gGate : null, gpu.allocate("s", n, h), gAcc);
+                        near(gpu.read(gAcc), cpu.read(cAcc), ELEMENTWISE_NMSE, "addMoeOutput, " + what);
+                        Buffer cAcc2 = put(cpu, acc, n, h), gAcc2 = put(gpu, acc, n, h), cx = put(cpu, xs, n, h), gx = put(gpu, xs, n, h);
+                        cpu.addMoeOutputNorm(put(cpu, ed, n * topK, h), cr, hasShared ? put(cpu, shared, n, h) : null, cx, gated ? cGate : null,
+                                cpu.allocate("s", n, h), cAcc2, cNorm, 1e-6f, cx);
+                        gpu.addMoeOutputNorm(put(gpu, ed, n * topK, h), gr, hasShared ? put(gpu, shared, n, h) : null, gx, gated ? gGate : null,
+                                gpu.allocate("s", n, h), gAcc2, gNorm, 1e-6f, gx);
+                        near(gpu.read(gAcc2), cpu.read(cAcc2), ELEMENTWISE_NMSE, "addMoeOutputNorm's residual, " + what);
+                        near(gpu.read(gx), cpu.read(cx), ELEMENTWISE_NMSE, "addMoeOutputNorm's norm, " + what);
+                    }
                 }
             }
         }

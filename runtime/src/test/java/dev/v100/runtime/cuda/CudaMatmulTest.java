@@ -425,11 +425,13 @@ class CudaMatmulTest {
 
     /** A random weight of the type ("w4a16" or a ggml type's name) and its reference-decoded values [rows * cols]. */
     record Dense(Weight w, float[] dense) {
+        /** kind: a ggml type's name, "w4a16" (groups of 128) or "w4a16 gN" (groups of N). */
         static Dense random(CudaBackend b, String name, String kind, int rows, int cols, SplittableRandom rnd) {
-            if (kind.equals("w4a16")) {
-                W4A16Layout.Geometry g = new W4A16Layout.Geometry(rows, cols, 128);
+            if (kind.startsWith("w4a16")) {
+                int group = kind.equals("w4a16") ? 128 : Integer.parseInt(kind.substring("w4a16 g".length()));
+                W4A16Layout.Geometry g = new W4A16Layout.Geometry(rows, cols, group);
                 MemorySegment blob = randomW4A16(g, rnd);
-                return new Dense(b.w4a16Weight(name, new long[] {rows, cols}, 128, 0, blob), W4A16Layout.dequantize(blob, g));
+                return new Dense(b.w4a16Weight(name, new long[] {rows, cols}, group, 0, blob), W4A16Layout.dequantize(blob, g));
             }
             GgmlType t = GgmlType.valueOf(kind.toUpperCase(java.util.Locale.ROOT));
             StoredMatrix m = RandomBlocks.matrix(name, t, rows, cols, 0.05, rnd);
@@ -444,18 +446,21 @@ class CudaMatmulTest {
      * launch after x's quantize: silu(g) u of the product of x's rounded values (the same values as matmulEach and siluMul up to
      * fp32's order of the sums), and it leaves out's 16-bit copy: the down GEMV that follows is one launch, bit for bit the GEMV
      * after out is quantized again. A glu output that is the next glu's x (its copy in the other scratch) works as well. Other
-     * types, rows not whole units and decode batches take matmulEach and siluMul (3 launches).
+     * types, rows not whole units and decode batches take matmulEach and siluMul (3 launches). At 512 and 4096 columns (one
+     * turn of the glu kernels' row loop, and an 8B model's 8 or 16), W4A16 in groups of 32, 64 and 128.
      */
     @Test
     void siluGateUpIsOneLaunchThatLeavesTheDownGemvsX16() {
         try (CudaBackend b = backend("siluGateUp")) {
             SplittableRandom rnd = new SplittableRandom(23);
-            int cols = 512;
-            for (String kind : new String[] {"q4_K", "q5_K", "w4a16", "q8_0", "q6_K"})
+            // 512 columns: one turn of the glu kernels' row loop (a row group's lanes take 512 Q4_K, 256 W4A16 columns a
+            // turn); 4096: an 8B model's, 8 and 16 turns
+            for (int cols : new int[] {512, 4096})
+            for (String kind : new String[] {"q4_K", "q5_K", "w4a16", "w4a16 g32", "w4a16 g64", "q8_0", "q6_K"})
             for (int rows : new int[] {512, 96, 40})
             for (int n : new int[] {1, 3}) {
-                String what = kind + ", " + rows + " rows, " + n + " token rows";
-                boolean fused = n == 1 && rows % 32 == 0 && dev.v100.kernels.cuda.KernelCatalog.gemvGluThreads(kind) > 0;
+                String what = kind + ", " + rows + " x " + cols + ", " + n + " token rows";
+                boolean fused = n == 1 && rows % 32 == 0 && dev.v100.kernels.cuda.KernelCatalog.gemvGluThreads(kind.split(" ")[0]) > 0;
                 Dense gate = Dense.random(b, "blk.0.ffn_gate.weight", kind, rows, cols, rnd), up = Dense.random(b, "blk.0.ffn_up.weight", kind, rows, cols, rnd);
                 Dense down = Dense.random(b, "blk.0.ffn_down.weight", "q4_K", 64, rows % 256 == 0 ? rows : 512, rnd);
                 Buffer x = b.allocate("x", n, cols), g = b.allocate("g", n, rows), u = b.allocate("u", n, rows), out = b.allocate("out", n, rows);
