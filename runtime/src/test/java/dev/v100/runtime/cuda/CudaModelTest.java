@@ -134,13 +134,8 @@ class CudaModelTest {
      */
     @TestFactory
     Stream<DynamicTest> batchedDecodeMatchesSequencesAlone() {
-        TestBundles.Spec base = TestBundles.Spec.llama(GgmlType.F32);
-        List<BatchModel> models = List.of(
-                new BatchModel("llama Q4_K/Q6_K", d -> { var s = base.withShape(97, 256, 2, 512, 4, 2, 64).withTypes(GgmlType.Q4_K, GgmlType.Q6_K);
-                    return TestBundles.write(d, s, TestBundles.randomWeights(s, 9), 1, 1); }),
-                new BatchModel("llama Q4_0 tp2", d -> { var s = base.withShape(97, 64, 2, 128, 4, 2, 16).withTypes(GgmlType.Q4_0, GgmlType.Q8_0);
-                    return TestBundles.write(d, s, TestBundles.randomWeights(s, 9), 2, 1); }),
-                new BatchModel("qwen35moe Q8_0", d -> dev.v100.runtime.testing.HybridBundles.write(d, dev.v100.runtime.testing.HybridBundles.small(), GgmlType.Q8_0, 9, 1)));
+        List<BatchModel> models = new ArrayList<>(denseBatchModels(9));
+        models.add(new BatchModel("qwen35moe Q8_0", d -> dev.v100.runtime.testing.HybridBundles.write(d, dev.v100.runtime.testing.HybridBundles.small(), GgmlType.Q8_0, 9, 1)));
         int[][] prompts = {java.util.Arrays.copyOf(PROMPT, 9), {7, 13}, java.util.Arrays.copyOfRange(PROMPT, 3, 30)};
         // chunks of 8: prompts too run on the (fp32) GEMV, so only the batching can differ from the CPU
         return models.stream().map(mo -> DynamicTest.dynamicTest(mo.label(), () -> batchedDecode(mo, prompts, new int[] {2, 0, 5}, 8)));
@@ -155,13 +150,7 @@ class CudaModelTest {
      */
     @TestFactory
     Stream<DynamicTest> largeDecodeBatchesMatchSequencesAlone() {
-        TestBundles.Spec base = TestBundles.Spec.llama(GgmlType.F32);
-        List<BatchModel> models = List.of(
-                new BatchModel("llama Q4_K/Q6_K", d -> { var s = base.withShape(97, 256, 2, 512, 4, 2, 64).withTypes(GgmlType.Q4_K, GgmlType.Q6_K);
-                    return TestBundles.write(d, s, TestBundles.randomWeights(s, 10), 1, 1); }),
-                new BatchModel("llama Q4_0 tp2", d -> { var s = base.withShape(97, 64, 2, 128, 4, 2, 16).withTypes(GgmlType.Q4_0, GgmlType.Q8_0);
-                    return TestBundles.write(d, s, TestBundles.randomWeights(s, 10), 2, 1); }));
-        return models.stream().flatMap(mo -> java.util.stream.IntStream.of(9, 17).mapToObj(n -> DynamicTest.dynamicTest(mo.label() + ", " + n + " sequences", () -> {
+        return denseBatchModels(10).stream().flatMap(mo -> java.util.stream.IntStream.of(9, 17).mapToObj(n -> DynamicTest.dynamicTest(mo.label() + ", " + n + " sequences", () -> {
             int[][] prompts = new int[n][];
             int[] slots = new int[n];
             for (int i = 0; i < n; i++) {
@@ -173,6 +162,16 @@ class CudaModelTest {
     }
 
     record BatchModel(String label, java.util.function.Function<Path, Path> write) {}
+
+    /** The dense models of the batch tests: Q4_K/Q6_K on one rank and Q4_0/Q8_0 at tp 2, weights from seed. */
+    private static List<BatchModel> denseBatchModels(long seed) {
+        TestBundles.Spec base = TestBundles.Spec.llama(GgmlType.F32);
+        return List.of(
+                new BatchModel("llama Q4_K/Q6_K", d -> { var s = base.withShape(97, 256, 2, 512, 4, 2, 64).withTypes(GgmlType.Q4_K, GgmlType.Q6_K);
+                    return TestBundles.write(d, s, TestBundles.randomWeights(s, seed), 1, 1); }),
+                new BatchModel("llama Q4_0 tp2", d -> { var s = base.withShape(97, 64, 2, 128, 4, 2, 16).withTypes(GgmlType.Q4_0, GgmlType.Q8_0);
+                    return TestBundles.write(d, s, TestBundles.randomWeights(s, seed), 2, 1); }));
+    }
 
     /** Each prompt prefilled alone into its slot, then 5 steps decoding every sequence in one batch, against the CPU. */
     private void batchedDecode(BatchModel mo, int[][] prompts, int[] slots, int chunk) {
