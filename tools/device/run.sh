@@ -126,7 +126,7 @@ for s in $STEPS; do
     tests)
       # one JVM per test class: a sticky CUDA error (an illegal address) in one class cannot fail the others
       : > "$OUT/gpu-tests.txt"
-      for c in ${TEST_CLASSES:-CudaOpsTest:90 CudaMatmulTest:90 CudaAttentionTest:120 CudaHybridOpsTest:90 CudaPrecisionTest:30 CudaModelTest:60}; do
+      for c in ${TEST_CLASSES:-CudaOpsTest:90 CudaMatmulTest:90 CudaAttentionTest:180 CudaHybridOpsTest:90 CudaPrecisionTest:30 CudaModelTest:60}; do
         cls=${c%%:*}
         run_step "$cls" "${c##*:}" "$LOGS/$cls.log" "${JAVA[@]}" dev.v100.runtime.cuda.GpuTestMain "$LOGS/$cls.txt" "dev.v100.runtime.cuda.$cls"
         notes[$cls]=$(grep -m1 "^GPU TESTS" "$LOGS/$cls.log" | sed 's/ (details.*//')

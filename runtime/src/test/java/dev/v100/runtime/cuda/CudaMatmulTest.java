@@ -447,14 +447,14 @@ class CudaMatmulTest {
      * fp32's order of the sums), and it leaves out's 16-bit copy: the down GEMV that follows is one launch, bit for bit the GEMV
      * after out is quantized again. A glu output that is the next glu's x (its copy in the other scratch) works as well. Other
      * types, rows not whole units and decode batches take matmulEach and siluMul (3 launches). At 512 and 4096 columns (one
-     * turn of the glu kernels' row loop, and an 8B model's 8 or 16), W4A16 in groups of 32, 64 and 128.
+     * turn of the Q4_K glu kernel's row loop and two of W4A16's, and an 8B model's 8 and 16), W4A16 in groups of 32, 64 and 128.
      */
     @Test
     void siluGateUpIsOneLaunchThatLeavesTheDownGemvsX16() {
         try (CudaBackend b = backend("siluGateUp")) {
             SplittableRandom rnd = new SplittableRandom(23);
-            // 512 columns: one turn of the glu kernels' row loop (a row group's lanes take 512 Q4_K, 256 W4A16 columns a
-            // turn); 4096: an 8B model's, 8 and 16 turns
+            // 512 columns: one turn of the Q4_K glu kernel's row loop, two of W4A16's (a row group's lanes take 512 Q4_K,
+            // 256 W4A16 columns a turn); 4096: an 8B model's, 8 and 16 turns
             for (int cols : new int[] {512, 4096})
             for (String kind : new String[] {"q4_K", "q5_K", "w4a16", "w4a16 g32", "w4a16 g64", "q8_0", "q6_K"})
             for (int rows : new int[] {512, 96, 40})
